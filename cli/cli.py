@@ -1,0 +1,78 @@
+"""The ``kraftspec`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kraftspec import __version__
+from kraftspec.spec import SPEC_VERSION
+
+
+def bounded(name: str, low: int, high: int):
+    """An argparse type: an integer in [low, high], with an error naming the option and value."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{name} must be between {low} and {high}, got {value}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kraftspec",
+        description="kraftspec: the KRaft controller's broker lifecycle (KIP-631) as a specification, "
+        "an executable model, and the tools to check other implementations against it.",
+    )
+    parser.add_argument("--version", action="version", version=f"kraftspec {__version__} (spec {SPEC_VERSION})")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    explain = commands.add_parser(
+        "explain",
+        help="tell the story of a random scenario, rule by rule",
+        description="Run the model on a seeded random scenario (brokers that start, register, catch up, "
+        "heartbeat, shut down and crash; an operator who creates a topic and moves partitions; commits "
+        "and failovers of the quorum) and print, step by step, the event, the records it appended, the "
+        "responses released, the rules of spec/ that fired, and the brokers and partitions after it. "
+        "The same seed always tells the same story.",
+    )
+    explain.add_argument("--seed", type=bounded("--seed", 0, 2**63 - 1), default=1, help="random seed (default 1)")
+    explain.add_argument("--brokers", type=bounded("--brokers", 1, 20), default=3, help="number of brokers (default 3)")
+    explain.add_argument(
+        "--partitions", type=bounded("--partitions", 1, 100), default=3, help="partitions of the topic the operator creates (default 3)"
+    )
+    explain.add_argument("--steps", type=bounded("--steps", 1, 100_000), default=40, help="number of steps (default 40)")
+    explain.add_argument(
+        "--heartbeat-interval-ms", type=bounded("--heartbeat-interval-ms", 1, 10**9), default=None,
+        help="broker.heartbeat.interval.ms (default 3000)",
+    )
+    explain.add_argument(
+        "--session-timeout-ms", type=bounded("--session-timeout-ms", 1, 10**9), default=None,
+        help="broker.session.timeout.ms (default 18000)",
+    )
+    explain.add_argument("--no-legend", action="store_true", help="leave out the closing list of the rules that fired")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        if args.command == "explain":
+            from kraftspec.explain import explain
+
+            return explain(args, parser)
+    except BrokenPipeError:  # e.g. `kraftspec explain | head`
+        sys.stderr.close()
+        return 0
+    parser.error(f"unknown command {args.command!r}")
+    return 2

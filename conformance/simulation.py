@@ -1,0 +1,295 @@
+"""A simulated cluster driving the model: brokers that behave like real brokers (MEM-3 to
+MEM-5), an operator who creates a topic, moves partitions and restarts brokers, partition
+leaders that grow and shrink their ISRs, and the quorum's commits and failovers.
+
+Deterministic: the same seed gives the same story. Each step picks one thing that can
+happen now, weighted, and feeds the resulting event to the model.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from uuid import UUID
+
+from attrs import frozen
+
+from kraftspec.model import Commit, Config, Failover, TakeSnapshot, Tick, initial_state, step
+from kraftspec.model import broker as brokers
+from kraftspec.model.broker import BrokerProcess, BrokerState
+from kraftspec.model.controller import StepResult
+from kraftspec.model.events import Event
+from kraftspec.model.messages import (
+    AlterIsrPartition,
+    AlterIsrRequest,
+    AlterIsrTopic,
+    AlterPartitionReassignmentsRequest,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    CreatableTopic,
+    CreateTopicsRequest,
+    Feature,
+    ReassignablePartition,
+    ReassignableTopic,
+    UnregisterBrokerRequest,
+)
+from kraftspec.model.state import ControllerState, Partition
+
+TOPIC = "orders"
+SHUTDOWN_PATIENCE_HEARTBEATS = 5  # a broker waiting this long for ShouldShutDown stops anyway
+FEATURES = (Feature("metadata.format", 1, 1),)
+
+
+@frozen
+class Happening:
+    """One step of the story: what happened, the event the model got, and what it did."""
+
+    number: int
+    note: str
+    event: Event
+    result: StepResult
+
+
+class Simulation:
+    """The world around the controller. ``run`` yields one :class:`Happening` per step."""
+
+    def __init__(self, seed: int, broker_count: int, partition_count: int, config: Config | None = None):
+        self.rng = random.Random(seed)
+        self.state: ControllerState = initial_state(config)
+        self.processes = {b: BrokerProcess(b) for b in range(1, broker_count + 1)}
+        self.heartbeat_due: dict[int, int] = {}
+        self.waiting_registration: set[int] = set()
+        self.registration_due: dict[int, int] = {}  # a refused registration is retried after a pause
+        self.shutdown_asked_at: dict[int, int] = {}
+        self.incarnations: dict[int, int] = {}  # how many processes each broker id has had
+        self.asked: dict[int, tuple[int, UUID | None]] = {}  # request number -> (broker, incarnation)
+        self.partition_count = partition_count
+
+    # ---- the loop ---------------------------------------------------------------------
+
+    def run(self, steps: int) -> Iterator[Happening]:
+        for number in range(1, steps + 1):
+            note, event = self.choose()
+            result = step(self.state, event)
+            self.state = result.state
+            if isinstance(event, (BrokerRegistrationRequest, BrokerHeartbeatRequest)):
+                self.asked[result.seq] = (event.broker_id, self.processes[event.broker_id].incarnation_id)
+            self.deliver(result)
+            yield Happening(number, note, event, result)
+
+    def choose(self) -> tuple[str, Event]:
+        options = [(w, action) for w, action in self.actions() if w > 0]
+        weights = [w for w, _ in options]
+        action = self.rng.choices([a for _, a in options], weights)[0]
+        return action()
+
+    def actions(self):
+        state = self.state
+        running = [b for b, p in self.processes.items() if p.state == BrokerState.RUNNING]
+        topic = state.image.topic_named(TOPIC)
+        yield (5 if self.unregistered_starters() else 0), self.register
+        yield (6 if self.due_heartbeats() else 0), self.heartbeat
+        yield (4 if state.log_end_offset > state.committed_offset else 0), self.commit
+        never_started = [b for b in self.stopped() if b not in self.incarnations]
+        yield (10 if never_started else 1 if self.stopped() else 0), self.start
+        yield (2 if self.recovering() else 0), self.finish_recovery
+        yield (4 if topic is None and len(running) >= min(3, len(self.processes)) else 0), self.create_topic
+        yield (2 if topic is not None else 0), self.alter_isr
+        yield (1 if topic is not None and len(state.image.brokers) > 1 else 0), self.reassign
+        yield (0.3 if running else 0), self.sigterm
+        yield (0.2 if running else 0), self.crash
+        yield (0.3 if self.decommissionable() else 0), self.unregister
+        yield (4 if self.impatient() else 0), self.give_up_shutdown
+        yield 0.2, self.failover
+        yield 0.3, self.snapshot
+        yield 3, self.tick
+
+    # ---- who can do what --------------------------------------------------------------
+
+    def unregistered_starters(self) -> list[int]:
+        return [
+            b for b, p in self.processes.items()
+            if p.state == BrokerState.STARTING
+            and not p.registered
+            and b not in self.waiting_registration
+            and self.registration_due.get(b, 0) <= self.state.now_ms
+        ]
+
+    def due_heartbeats(self) -> list[int]:
+        return [b for b, p in self.processes.items() if p.sends_heartbeats and self.heartbeat_due.get(b, 0) <= self.state.now_ms]
+
+    def stopped(self) -> list[int]:
+        return [b for b, p in self.processes.items() if p.state == BrokerState.NOT_RUNNING]
+
+    def recovering(self) -> list[int]:
+        return [b for b, p in self.processes.items() if p.state == BrokerState.RECOVERY and not p.log_recovery_done]
+
+    def decommissionable(self) -> list[int]:
+        """Stopped, fenced brokers in no ISR: an operator moves data away before unregistering (DEC-20)."""
+        image = self.state.image
+        in_sync = {r for p in image.partitions.values() for r in p.isr}
+        return [b for b in self.stopped() if b in image.brokers and image.brokers[b].fenced and b not in in_sync]
+
+    def impatient(self) -> list[int]:
+        patience = SHUTDOWN_PATIENCE_HEARTBEATS * self.state.config.heartbeat_interval_ms
+        return [
+            b for b, p in self.processes.items()
+            if p.state == BrokerState.PENDING_CONTROLLED_SHUTDOWN and self.state.now_ms - self.shutdown_asked_at[b] >= patience
+        ]
+
+    # ---- actions: each returns (what happened, the event) --------------------------------
+
+    def start(self):
+        never_started = [b for b in self.stopped() if b not in self.incarnations]
+        b = min(never_started) if never_started else self.rng.choice(self.stopped())
+        self.incarnations[b] = self.incarnations.get(b, 0) + 1
+        incarnation = UUID(int=self.rng.getrandbits(128))
+        self.processes[b] = brokers.start(self.processes[b], incarnation)
+        return self.register_as(b, f"broker {b} starts as a new process and registers")
+
+    def register(self):
+        b = self.rng.choice(self.unregistered_starters())
+        return self.register_as(b, f"broker {b} retries its registration")
+
+    def register_as(self, b: int, note: str):
+        self.waiting_registration.add(b)
+        request = brokers.registration_request(self.processes[b], self.state.config.cluster_id, FEATURES)
+        return note, request
+
+    def heartbeat(self):
+        b = min(self.due_heartbeats(), key=lambda x: (self.heartbeat_due.get(x, 0), x))
+        process = brokers.catch_up(self.processes[b], self.state.committed_offset)
+        self.processes[b] = process
+        self.heartbeat_due[b] = self.state.now_ms + self.state.config.heartbeat_interval_ms
+        return f"broker {b} ({process.state.name}) sends its heartbeat", brokers.heartbeat_request(process)
+
+    def commit(self):
+        state = self.state
+        if self.rng.random() < 0.2 and len(state.uncommitted_batches()) > 1:
+            target = state.uncommitted_batches()[0].end_offset
+            return "the quorum commits the oldest pending batch", Commit(target)
+        return "the quorum commits everything written so far", Commit(state.log_end_offset)
+
+    def finish_recovery(self):
+        b = self.rng.choice(self.recovering())
+        self.processes[b] = brokers.finish_log_recovery(self.processes[b])
+        self.heartbeat_due[b] = self.state.now_ms  # it asks to be unfenced right away
+        return self.heartbeat_now(b, f"broker {b} finishes log recovery and asks to be unfenced")
+
+    def heartbeat_now(self, b: int, note: str):
+        process = brokers.catch_up(self.processes[b], self.state.committed_offset)
+        self.processes[b] = process
+        self.heartbeat_due[b] = self.state.now_ms + self.state.config.heartbeat_interval_ms
+        return note, brokers.heartbeat_request(process)
+
+    def create_topic(self):
+        registered = len(self.state.image.brokers)
+        factor = min(3, registered)
+        topic = CreatableTopic(TOPIC, UUID(int=self.rng.getrandbits(128)), self.partition_count, factor)
+        return f"the operator creates topic {TOPIC!r} ({self.partition_count} partitions, replication factor {factor})", CreateTopicsRequest([topic])
+
+    def led_partitions(self) -> list[Partition]:
+        image = self.state.image
+        return [
+            p for p in image.partitions_in_order()
+            if p.leader in self.processes and self.processes[p.leader].sends_heartbeats
+        ]
+
+    def alter_isr(self):
+        candidates = self.led_partitions()
+        if not candidates:
+            return self.tick()
+        p = self.rng.choice(candidates)
+        image = self.state.image
+        live = [r for r in p.replicas if r in image.brokers and not image.brokers[r].fenced and self.processes[r].sends_heartbeats]
+        behind = [r for r in live if r not in p.isr]
+        if behind:
+            new_isr = [*p.isr, behind[0]]
+            note = f"leader {p.leader} of {TOPIC}-{p.partition_id} sees broker {behind[0]} catch up"
+        else:
+            followers = [r for r in p.isr if r != p.leader]
+            if not followers:
+                return self.tick()
+            dropped = self.rng.choice(followers)
+            new_isr = [r for r in p.isr if r != dropped]
+            note = f"leader {p.leader} of {TOPIC}-{p.partition_id} drops lagging follower {dropped}"
+        entry = AlterIsrPartition(p.partition_id, p.leader_epoch, new_isr, p.partition_epoch)
+        request = AlterIsrRequest(p.leader, image.brokers[p.leader].epoch, [AlterIsrTopic(p.topic_id, [entry])])
+        return note, request
+
+    def reassign(self):
+        image = self.state.image
+        p = self.rng.choice(image.partitions_in_order())
+        if p.is_reassigning and self.rng.random() < 0.4:
+            target, note = None, f"the operator cancels the reassignment of {TOPIC}-{p.partition_id}"
+        else:
+            size = max(1, len(p.target_replicas) if p.is_reassigning else len(p.replicas))
+            target = self.rng.sample(sorted(image.brokers), min(size, len(image.brokers)))
+            note = f"the operator moves {TOPIC}-{p.partition_id} to {target}"
+        request = AlterPartitionReassignmentsRequest([ReassignableTopic(TOPIC, [ReassignablePartition(p.partition_id, target)])])
+        return note, request
+
+    def sigterm(self):
+        b = self.rng.choice([b for b, p in self.processes.items() if p.state == BrokerState.RUNNING])
+        self.processes[b] = brokers.sigterm(self.processes[b])
+        self.shutdown_asked_at[b] = self.state.now_ms
+        return self.heartbeat_now(b, f"broker {b} gets SIGTERM and asks to shut down")
+
+    def crash(self):
+        b = self.rng.choice([b for b, p in self.processes.items() if p.state == BrokerState.RUNNING])
+        self.processes[b] = brokers.stop(self.processes[b])
+        self.waiting_registration.discard(b)
+        return self.tick(f"broker {b} crashes; time passes")
+
+    def give_up_shutdown(self):
+        b = self.rng.choice(self.impatient())
+        self.processes[b] = brokers.stop(self.processes[b])
+        return self.tick(f"broker {b} gives up waiting for ShouldShutDown and stops; time passes")
+
+    def unregister(self):
+        b = self.rng.choice(self.decommissionable())
+        return f"the operator decommissions broker {b} (kafka-cluster unregister --id {b})", UnregisterBrokerRequest(b)
+
+    def failover(self):
+        return "the active controller fails; a standby takes over", Failover()
+
+    def snapshot(self):
+        return "the controller writes a snapshot", TakeSnapshot()
+
+    def tick(self, note: str | None = None):
+        now = self.state.now_ms
+        due = [t for b, t in self.heartbeat_due.items() if self.processes[b].sends_heartbeats and t > now]
+        due += [t for b, t in self.registration_due.items() if t > now and not self.processes[b].registered]
+        later = min(due) if due and self.rng.random() < 0.7 else now + self.rng.choice([250, 1000, 2500, 6000])
+        return note or f"time passes to {later / 1000:.3f}s", Tick(later)
+
+    # ---- responses reach the brokers --------------------------------------------------
+
+    def deliver(self, result: StepResult) -> None:
+        """Released responses reach the process that asked, if it is still the same incarnation.
+
+        A registration answered NOT_CONTROLLER (after a failover) leaves the broker STARTING
+        without an epoch, so ``register`` retries it.
+        """
+        for reply in result.replies:
+            sender = self.asked.pop(reply.seq, None)
+            if sender is None:
+                continue
+            b, incarnation = sender
+            process = self.processes[b]
+            if process.incarnation_id != incarnation:
+                continue  # the process that asked has crashed since
+            if isinstance(reply.response, BrokerRegistrationResponse):
+                self.waiting_registration.discard(b)
+                process = brokers.on_registration_response(process, reply.response)
+                if process.registered:
+                    self.heartbeat_due[b] = self.state.now_ms
+                else:
+                    self.registration_due[b] = self.state.now_ms + self.state.config.heartbeat_interval_ms
+            elif isinstance(reply.response, BrokerHeartbeatResponse):
+                process = brokers.on_heartbeat_response(process, reply.response)
+                if process.state == BrokerState.SHUTTING_DOWN:
+                    process = brokers.stop(process)
+            self.processes[b] = process

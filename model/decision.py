@@ -1,0 +1,23 @@
+"""What a handler decides: the records to append and the response (LOG-5, LOG-7)."""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+from .messages import Response
+from .records import Record
+from .state import Lease
+
+
+@frozen
+class Decision:
+    """A handler's verdict on one request.
+
+    ``records`` are appended as one batch (LOG-4); ``response`` is released when they
+    commit (LOG-7); ``leases`` is the controller's soft state after the request, or None
+    when the request did not touch it.
+    """
+
+    records: tuple[Record, ...] = ()
+    response: Response | None = None
+    leases: dict[int, Lease] | None = None

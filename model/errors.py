@@ -1,0 +1,27 @@
+"""Error codes (RPC-4). The numbers are Apache Kafka's; spec/schemas/errors.json is the source."""
+
+from enum import IntEnum
+
+
+class Error(IntEnum):
+    """The error codes responses carry; ``Error.NONE`` means success."""
+
+    NONE = 0
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    NOT_LEADER_OR_FOLLOWER = 6
+    INVALID_TOPIC_EXCEPTION = 17
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    FENCED_LEADER_EPOCH = 74
+    STALE_BROKER_EPOCH = 77
+    NO_REASSIGNMENT_IN_PROGRESS = 85
+    INVALID_UPDATE_VERSION = 95
+    DUPLICATE_BROKER_REGISTRATION = 101
+    BROKER_ID_NOT_REGISTERED = 102
+    INVALID_CLUSTER_ID = 104  # DEC-15: seed 000's name, Kafka's number (INCONSISTENT_CLUSTER_ID)
+    INELIGIBLE_REPLICA = 107

@@ -1,0 +1,146 @@
+"""The metadata log: appending batches, commit and release, failover, snapshots
+(LOG-4 to LOG-12, LOG-14, LEASE-14)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .errors import Error
+from .messages import Request, Response, error_response
+from .records import (
+    FeatureLevelRecord,
+    PartitionRecord,
+    Record,
+    RegisterBrokerRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+)
+from .replay import replay_all
+from .rules import cite
+from .state import Batch, Config, ControllerState, Lease, MetadataImage, PendingReply, Reply, Snapshot
+
+
+def bootstrap_records(config: Config) -> tuple[Record, ...]:
+    """LOG-14: the finalized features, by name, as the log's first batch."""
+    cite("LOG-14")
+    features = sorted(config.finalized_features, key=lambda f: f.name)
+    return tuple(FeatureLevelRecord(f.name, f.min_level, f.max_level) for f in features)
+
+
+def initial_state(config: Config | None = None, now_ms: int = 0) -> ControllerState:
+    """A freshly formatted cluster: the bootstrap batch, committed (LOG-14), no brokers."""
+    config = config if config is not None else Config()
+    records = bootstrap_records(config)
+    batches = (Batch(0, records),) if records else ()
+    image = replay_all(MetadataImage(), records)
+    return ControllerState(
+        config=config,
+        now_ms=now_ms,
+        image=image,
+        committed_image=image,
+        batches=batches,
+        committed_offset=len(records),
+        snapshot=None,
+        leases={},
+    )
+
+
+def append(state: ControllerState, records: Sequence[Record]) -> tuple[ControllerState, Batch | None]:
+    """LOG-4, LOG-5: append ``records`` as one batch at the log end and replay them at once."""
+    if not records:
+        return state, None
+    cite("LOG-4")
+    batch = Batch(state.log_end_offset, tuple(records))
+    cite("LOG-5")
+    image = replay_all(state.image, batch.records)
+    return state.evolve(image=image, batches=state.batches + (batch,)), batch
+
+
+def commit(state: ControllerState, offset: int) -> tuple[ControllerState, tuple[Reply, ...]]:
+    """LOG-6: advance the committed offset to the last batch boundary at or below ``offset``;
+    LOG-7: release the responses that were waiting for it."""
+    cite("LOG-6")
+    target = state.committed_offset
+    for batch in state.batches:
+        if batch.base_offset >= state.committed_offset and batch.end_offset <= offset:
+            target = batch.end_offset  # DEC-30: whole batches only
+    if target == state.committed_offset:
+        return state, ()
+    newly = [r for b in state.batches if state.committed_offset <= b.base_offset < target for r in b.records]
+    cite("LOG-9")  # the committed state: the replay of the committed records
+    state = state.evolve(committed_offset=target, committed_image=replay_all(state.committed_image, newly))
+    return release(state)
+
+
+def release(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]]:
+    """LOG-7: release, in arrival order, every response whose offset has committed."""
+    ready = tuple(p for p in state.pending if p.release_offset <= state.committed_offset)
+    if not ready:
+        return state, ()
+    cite("LOG-7")
+    waiting = tuple(p for p in state.pending if p.release_offset > state.committed_offset)
+    return state.evolve(pending=waiting), tuple(Reply(p.seq, p.request, p.response) for p in ready)
+
+
+def answer_after_commit(
+    state: ControllerState, seq: int, request: Request, response: Response
+) -> tuple[ControllerState, tuple[Reply, ...]]:
+    """LOG-7: hold a write's response until the log as it stands now has committed (DEC-21:
+    refusals and record-less results too)."""
+    pending = PendingReply(seq, state.log_end_offset, request, response)
+    return release(state.evolve(pending=state.pending + (pending,)))
+
+
+def failover(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]]:
+    """LOG-10: drop the uncommitted tail, rebuild from the snapshot and the committed records,
+    answer every waiting request NOT_CONTROLLER, and give every broker a fresh lease (LEASE-14)."""
+    cite("LOG-10")
+    batches = state.committed_batches()
+    if state.snapshot is not None:
+        cite("LOG-12")  # the snapshot, then the committed records after it
+    rebuilt = replay_all(MetadataImage(), state.snapshot.records if state.snapshot else ())
+    rebuilt = replay_all(rebuilt, [r for b in batches for r in b.records])
+    cite("RPC-3")
+    replies = tuple(Reply(p.seq, p.request, error_response(p.request, Error.NOT_CONTROLLER)) for p in state.pending)
+    cite("LEASE-14")  # DEC-28: soft state is lost; every registered broker gets a full session
+    leases = {broker_id: Lease(state.now_ms) for broker_id in rebuilt.brokers}
+    state = state.evolve(image=rebuilt, committed_image=rebuilt, batches=batches, pending=(), leases=leases)
+    return state, replies
+
+
+def snapshot_records(image: MetadataImage) -> tuple[Record, ...]:
+    """LOG-11: the minimal records that give ``image``, in a fixed order."""
+    cite("LOG-11")
+    records: list[Record] = []
+    for name in sorted(image.features):
+        feature = image.features[name]
+        records.append(FeatureLevelRecord(name, feature.min_level, feature.max_level))
+    for broker_id in sorted(image.brokers):
+        b = image.brokers[broker_id]
+        records.append(RegisterBrokerRecord(b.broker_id, b.incarnation_id, b.epoch, b.end_points, b.features, b.rack))
+        if not b.fenced:  # a RegisterBrokerRecord replays as fenced (REG-8, DEC-22)
+            records.append(UnfenceBrokerRecord(b.broker_id, b.epoch))
+    for topic in sorted(image.topics.values(), key=lambda t: t.name):
+        records.append(TopicRecord(topic.name, topic.topic_id))
+        for p in image.partitions_of(topic.topic_id):
+            records.append(
+                PartitionRecord(  # REASSIGN-11: the reassignment lists are hard state, kept here
+                    partition_id=p.partition_id,
+                    topic_id=p.topic_id,
+                    replicas=p.replicas,
+                    isr=p.isr,
+                    removing_replicas=p.removing_replicas,
+                    adding_replicas=p.adding_replicas,
+                    leader=p.leader,
+                    leader_epoch=p.leader_epoch,
+                    partition_epoch=p.partition_epoch,
+                )
+            )
+    return tuple(records)
+
+
+def take_snapshot(state: ControllerState) -> ControllerState:
+    """LOG-11: snapshot the committed state at the committed offset; the log before it goes."""
+    snapshot = Snapshot(state.committed_offset, snapshot_records(state.committed_image))
+    batches = tuple(b for b in state.batches if b.base_offset >= snapshot.end_offset)
+    return state.evolve(snapshot=snapshot, batches=batches)

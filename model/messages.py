@@ -1,0 +1,334 @@
+"""Requests and responses (RPC-1), one frozen class per message of spec/schemas/rpcs/.
+
+Field names are the schema's in snake case (``WantShutDown`` is ``want_shut_down``).
+Nested arrays are tuples. ``ThrottleTimeMs`` is always 0 (RPC-5) and is left out.
+Two kraftspec additions that are not wire fields: ``version`` on BrokerHeartbeat (the
+request's version decides the response's, LAO-1) and the ``TopicId`` CreateTopics
+carries (DEC-24) is a schema field.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Union
+from uuid import UUID
+
+from attrs import field, frozen
+
+from .errors import Error
+from .records import as_tuple, as_tuple_or_none
+
+ZERO_UUID = UUID(int=0)
+
+
+# ---- BrokerRegistration (57) --------------------------------------------------------
+
+
+@frozen
+class Listener:
+    name: str
+    host: str
+    port: int
+    security_protocol: int = 0
+
+
+@frozen
+class Feature:
+    name: str
+    min_supported_version: int
+    max_supported_version: int
+
+
+@frozen
+class BrokerRegistrationRequest:
+    """MEM-6."""
+
+    API_KEY: ClassVar[int] = 57  # DEC-9: seed 000's 57, 58, 59 (Kafka ships 62, 63, 64)
+    broker_id: int
+    cluster_id: str
+    incarnation_id: UUID
+    current_metadata_offset: int = -1
+    listeners: tuple[Listener, ...] = field(default=(), converter=as_tuple)
+    features: tuple[Feature, ...] = field(default=(), converter=as_tuple)
+    rack: str | None = None
+
+
+@frozen
+class BrokerRegistrationResponse:
+    error_code: Error
+    broker_epoch: int = -1
+
+
+# ---- BrokerHeartbeat (58) ---------------------------------------------------------
+
+
+@frozen
+class BrokerHeartbeatRequest:
+    """LEASE-2. ``current_metadata_offset`` is one more than the highest offset applied (DEC-2)."""
+
+    API_KEY: ClassVar[int] = 58
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool
+    want_shut_down: bool
+    version: int = 1
+
+
+@frozen
+class BrokerHeartbeatResponse:
+    """LEASE-2; the defaults are the schema's, which error responses carry."""
+
+    error_code: Error
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+    lowest_acknowledged_offset: int | None = -1  # None in a version 0 response (LAO-1)
+
+
+# ---- UnregisterBroker (59) ----------------------------------------------------------
+
+
+@frozen
+class UnregisterBrokerRequest:
+    """MEM-7."""
+
+    API_KEY: ClassVar[int] = 59
+    broker_id: int
+
+
+@frozen
+class UnregisterBrokerResponse:
+    error_code: Error
+
+
+# ---- AlterIsr (56) ------------------------------------------------------------------
+
+
+@frozen
+class AlterIsrPartition:
+    partition_index: int
+    leader_epoch: int
+    new_isr: tuple[int, ...] = field(converter=as_tuple)
+    partition_epoch: int = 0
+
+
+@frozen
+class AlterIsrTopic:
+    topic_id: UUID
+    partitions: tuple[AlterIsrPartition, ...] = field(converter=as_tuple)
+
+
+@frozen
+class AlterIsrRequest:
+    """ISR-1."""
+
+    API_KEY: ClassVar[int] = 56
+    broker_id: int
+    broker_epoch: int
+    topics: tuple[AlterIsrTopic, ...] = field(converter=as_tuple)
+
+
+@frozen
+class AlterIsrPartitionResult:
+    partition_index: int
+    error_code: Error
+    leader_id: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = field(default=(), converter=as_tuple)
+    partition_epoch: int = -1
+
+
+@frozen
+class AlterIsrTopicResult:
+    topic_id: UUID
+    partitions: tuple[AlterIsrPartitionResult, ...] = field(converter=as_tuple)
+
+
+@frozen
+class AlterIsrResponse:
+    error_code: Error
+    topics: tuple[AlterIsrTopicResult, ...] = field(default=(), converter=as_tuple)
+
+
+# ---- CreateTopics (19) and DeleteTopics (20) -----------------------------------------
+
+
+@frozen
+class ReplicaAssignment:
+    partition_index: int
+    broker_ids: tuple[int, ...] = field(converter=as_tuple)
+
+
+@frozen
+class CreatableTopic:
+    name: str
+    topic_id: UUID
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignments: tuple[ReplicaAssignment, ...] = field(default=(), converter=as_tuple)
+
+
+@frozen
+class CreateTopicsRequest:
+    """TOPIC-1."""
+
+    API_KEY: ClassVar[int] = 19
+    topics: tuple[CreatableTopic, ...] = field(converter=as_tuple)
+
+
+@frozen
+class CreatableTopicResult:
+    name: str
+    topic_id: UUID
+    error_code: Error
+
+
+@frozen
+class CreateTopicsResponse:
+    topics: tuple[CreatableTopicResult, ...] = field(converter=as_tuple)
+
+
+@frozen
+class DeleteTopicsRequest:
+    """TOPIC-7."""
+
+    API_KEY: ClassVar[int] = 20
+    topic_names: tuple[str, ...] = field(converter=as_tuple)
+
+
+@frozen
+class DeletableTopicResult:
+    name: str
+    topic_id: UUID
+    error_code: Error
+
+
+@frozen
+class DeleteTopicsResponse:
+    responses: tuple[DeletableTopicResult, ...] = field(converter=as_tuple)
+
+
+# ---- AlterPartitionReassignments (45) and ListPartitionReassignments (46) ------------
+
+
+@frozen
+class ReassignablePartition:
+    partition_index: int
+    replicas: tuple[int, ...] | None = field(default=None, converter=as_tuple_or_none)
+
+
+@frozen
+class ReassignableTopic:
+    name: str
+    partitions: tuple[ReassignablePartition, ...] = field(converter=as_tuple)
+
+
+@frozen
+class AlterPartitionReassignmentsRequest:
+    """REASSIGN-1. A partition whose ``replicas`` is None is cancelled (REASSIGN-8)."""
+
+    API_KEY: ClassVar[int] = 45
+    topics: tuple[ReassignableTopic, ...] = field(converter=as_tuple)
+
+
+@frozen
+class ReassignablePartitionResult:
+    partition_index: int
+    error_code: Error
+
+
+@frozen
+class ReassignableTopicResult:
+    name: str
+    partitions: tuple[ReassignablePartitionResult, ...] = field(converter=as_tuple)
+
+
+@frozen
+class AlterPartitionReassignmentsResponse:
+    error_code: Error
+    responses: tuple[ReassignableTopicResult, ...] = field(default=(), converter=as_tuple)
+
+
+@frozen
+class ListedTopic:
+    name: str
+    partition_indexes: tuple[int, ...] = field(converter=as_tuple)
+
+
+@frozen
+class ListPartitionReassignmentsRequest:
+    """REASSIGN-10. ``topics`` None lists every reassigning partition."""
+
+    API_KEY: ClassVar[int] = 46
+    topics: tuple[ListedTopic, ...] | None = field(default=None, converter=as_tuple_or_none)
+
+
+@frozen
+class OngoingPartitionReassignment:
+    partition_index: int
+    replicas: tuple[int, ...] = field(converter=as_tuple)
+    adding_replicas: tuple[int, ...] = field(converter=as_tuple)
+    removing_replicas: tuple[int, ...] = field(converter=as_tuple)
+
+
+@frozen
+class OngoingTopicReassignment:
+    name: str
+    partitions: tuple[OngoingPartitionReassignment, ...] = field(converter=as_tuple)
+
+
+@frozen
+class ListPartitionReassignmentsResponse:
+    error_code: Error
+    topics: tuple[OngoingTopicReassignment, ...] = field(default=(), converter=as_tuple)
+
+
+Request = Union[
+    BrokerRegistrationRequest,
+    BrokerHeartbeatRequest,
+    UnregisterBrokerRequest,
+    AlterIsrRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
+]
+
+Response = Union[
+    BrokerRegistrationResponse,
+    BrokerHeartbeatResponse,
+    UnregisterBrokerResponse,
+    AlterIsrResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponse,
+]
+
+REQUEST_TYPES: tuple[type, ...] = Request.__args__
+RESPONSE_TYPES: tuple[type, ...] = Response.__args__
+
+
+def error_response(request: Request, error: Error) -> Response:
+    """The response a request gets when it is refused as a whole with ``error``.
+
+    Every field but the error code keeps its schema default (LEASE-2, MEM-6); requests
+    whose response has per-topic results get an empty list of them.
+    """
+    if isinstance(request, BrokerRegistrationRequest):
+        return BrokerRegistrationResponse(error)
+    if isinstance(request, BrokerHeartbeatRequest):
+        return BrokerHeartbeatResponse(error, lowest_acknowledged_offset=-1 if request.version >= 1 else None)
+    if isinstance(request, UnregisterBrokerRequest):
+        return UnregisterBrokerResponse(error)
+    if isinstance(request, AlterIsrRequest):
+        return AlterIsrResponse(error)
+    if isinstance(request, CreateTopicsRequest):
+        return CreateTopicsResponse(tuple(CreatableTopicResult(t.name, ZERO_UUID, error) for t in request.topics))
+    if isinstance(request, DeleteTopicsRequest):
+        return DeleteTopicsResponse(tuple(DeletableTopicResult(n, ZERO_UUID, error) for n in request.topic_names))
+    if isinstance(request, AlterPartitionReassignmentsRequest):
+        return AlterPartitionReassignmentsResponse(error)
+    if isinstance(request, ListPartitionReassignmentsRequest):
+        return ListPartitionReassignmentsResponse(error)
+    raise TypeError(f"not a request: {request!r}")

@@ -1,0 +1,122 @@
+"""Partition reassignment, KIP-455 alter and list (REASSIGN-1 to REASSIGN-10)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .decision import Decision
+from .errors import Error
+from .messages import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
+    ReassignablePartitionResult,
+    ReassignableTopicResult,
+)
+from .partitions import Leases, partition_change, reassignment_complete
+from .records import PartitionChangeRecord
+from .rules import cite
+from .state import ControllerState, MetadataImage, Partition
+
+
+def handle_alter_partition_reassignments(state: ControllerState, request: AlterPartitionReassignmentsRequest) -> Decision:
+    cite("REASSIGN-1")
+    image = state.image
+    named = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    records: list[PartitionChangeRecord] = []
+    responses = []
+    for topic in request.topics:
+        known = image.topic_named(topic.name)
+        results = []
+        for entry in topic.partitions:
+            partition = image.partitions.get((known.topic_id, entry.partition_index)) if known else None
+            if partition is None:
+                cite("REASSIGN-2")
+                error, record = Error.UNKNOWN_TOPIC_OR_PARTITION, None
+            elif named[(topic.name, entry.partition_index)] > 1:
+                cite("REASSIGN-2")
+                error, record = Error.INVALID_REQUEST, None
+            elif entry.replicas is None:
+                error, record = cancel_reassignment(image, state.leases, partition)
+            elif not is_valid_target(image, entry.replicas):
+                cite("REASSIGN-3")
+                error, record = Error.INVALID_REPLICA_ASSIGNMENT, None
+            else:
+                error, record = Error.NONE, start_reassignment(image, state.leases, partition, tuple(entry.replicas))
+            if record is not None:
+                records.append(record)
+            results.append(ReassignablePartitionResult(entry.partition_index, error))
+        responses.append(ReassignableTopicResult(topic.name, tuple(results)))
+    return Decision(records=tuple(records), response=AlterPartitionReassignmentsResponse(Error.NONE, tuple(responses)))
+
+
+def is_valid_target(image: MetadataImage, target: tuple[int, ...]) -> bool:
+    """REASSIGN-3: non-empty, no duplicates, registered brokers only (fenced ones allowed)."""
+    return bool(target) and len(set(target)) == len(target) and all(b in image.brokers for b in target)
+
+
+def start_reassignment(
+    image: MetadataImage, leases: Leases, partition: Partition, target: tuple[int, ...]
+) -> PartitionChangeRecord | None:
+    """REASSIGN-4: removing replicas first, then the target in its order (DEC-18)."""
+    if partition.is_reassigning:
+        cite("REASSIGN-9")  # computed against the full current list, adding and removing included
+    current = partition.replicas
+    removing = tuple(r for r in current if r not in target)
+    adding = tuple(t for t in target if t not in current)
+    cite("REASSIGN-4")
+    if not removing and not adding:  # a reordering takes effect at once
+        return partition_change(image, leases, partition, replicas=target, removing_replicas=(), adding_replicas=())
+    replicas = removing + target
+    if not adding and reassignment_complete(replicas, partition.isr, adding, removing):
+        cite("REASSIGN-5")  # a subset that meets the ISR completes in this very record
+    return partition_change(image, leases, partition, replicas=replicas, removing_replicas=removing, adding_replicas=adding)
+
+
+def cancel_reassignment(
+    image: MetadataImage, leases: Leases, partition: Partition
+) -> tuple[Error, PartitionChangeRecord | None]:
+    """REASSIGN-8: revert to the replicas without the adding ones."""
+    cite("REASSIGN-8")
+    if not partition.is_reassigning:
+        return Error.NO_REASSIGNMENT_IN_PROGRESS, None
+    replicas = tuple(r for r in partition.replicas if r not in partition.adding_replicas)
+    isr = tuple(r for r in partition.isr if r not in partition.adding_replicas)
+    if not isr:  # only adding replicas are in sync: reverting would lose committed data
+        return Error.INVALID_REPLICA_ASSIGNMENT, None
+    record = partition_change(
+        image, leases, partition, isr=isr, replicas=replicas, removing_replicas=(), adding_replicas=()
+    )
+    return Error.NONE, record
+
+
+def handle_list_partition_reassignments(
+    state: ControllerState, request: ListPartitionReassignmentsRequest
+) -> ListPartitionReassignmentsResponse:
+    """REASSIGN-10: reassigning partitions among those asked for, from committed state (LOG-8)."""
+    cite("REASSIGN-10")
+    cite("LOG-8")
+    image = state.committed_image
+    if request.topics is None:
+        wanted = {t.name: None for t in image.topics.values()}
+    else:
+        wanted = {}
+        for t in request.topics:
+            wanted.setdefault(t.name, set()).update(t.partition_indexes)
+    topics = []
+    for name in sorted(wanted):
+        topic = image.topic_named(name)
+        if topic is None:
+            continue
+        indexes = wanted[name]
+        partitions = tuple(
+            OngoingPartitionReassignment(p.partition_id, p.replicas, p.adding_replicas, p.removing_replicas)
+            for p in image.partitions_of(topic.topic_id)
+            if p.is_reassigning and (indexes is None or p.partition_id in indexes)
+        )
+        if partitions:
+            topics.append(OngoingTopicReassignment(name, partitions))
+    return ListPartitionReassignmentsResponse(Error.NONE, tuple(topics))

@@ -1,0 +1,107 @@
+"""BrokerRegistration and UnregisterBroker (REG-1 to REG-6, UNREG-1, UNREG-2)."""
+
+from __future__ import annotations
+
+from attrs import evolve
+
+from .decision import Decision
+from .errors import Error
+from .messages import (
+    ZERO_UUID,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
+from .partitions import unregister_broker
+from .records import BrokerEndpoint, BrokerFeature, RegisterBrokerRecord
+from .rules import cite
+from .state import ControllerState, Lease
+
+
+def is_malformed(request: BrokerRegistrationRequest) -> bool:
+    """REG-1: the structural checks of a registration."""
+    listener_names = [listener.name for listener in request.listeners]
+    feature_names = [feature.name for feature in request.features]
+    return (
+        request.broker_id < 0
+        or request.incarnation_id == ZERO_UUID
+        or request.current_metadata_offset < -1
+        or len(set(listener_names)) != len(listener_names)
+        or len(set(feature_names)) != len(feature_names)
+        or any(f.min_supported_version < 0 or f.min_supported_version > f.max_supported_version for f in request.features)
+    )
+
+
+def supports_finalized_features(state: ControllerState, request: BrokerRegistrationRequest) -> bool:
+    """REG-5: the broker's range covers every finalized range (DEC-23)."""
+    supported = {f.name: f for f in request.features}
+    for finalized in state.image.features.values():
+        offered = supported.get(finalized.name)
+        if offered is None:
+            return False
+        if not (offered.min_supported_version <= finalized.min_level and finalized.max_level <= offered.max_supported_version):
+            return False
+    return True
+
+
+def handle_broker_registration(state: ControllerState, request: BrokerRegistrationRequest) -> Decision:
+    cite("MEM-6")
+    # CONF-3, DEC-11: broker ids are not checked against controller ids
+    if is_malformed(request):
+        cite("REG-1")
+        return Decision(response=BrokerRegistrationResponse(Error.INVALID_REQUEST))
+    if request.cluster_id != state.config.cluster_id:
+        cite("REG-2")
+        return Decision(response=BrokerRegistrationResponse(Error.INVALID_CLUSTER_ID))
+
+    existing = state.image.brokers.get(request.broker_id)
+    if existing is not None and existing.incarnation_id == request.incarnation_id:
+        cite("REG-3")  # DEC-5: a retry gets the same result and changes nothing but the lease
+        cite("LEASE-7")
+        lease = evolve(state.leases[request.broker_id], last_contact_ms=state.now_ms)
+        return Decision(
+            response=BrokerRegistrationResponse(Error.NONE, existing.epoch),
+            leases={**state.leases, request.broker_id: lease},
+        )
+    if existing is not None:
+        lease = state.leases[request.broker_id]
+        # DEC-6: contact counts even while fenced, unless the broker was let go; DEC-7: lapses at the deadline
+        given_up = lease.shutdown_granted and existing.fenced
+        if state.now_ms < lease.deadline(state.config.session_timeout_ms) and not given_up:
+            cite("REG-4")
+            return Decision(response=BrokerRegistrationResponse(Error.DUPLICATE_BROKER_REGISTRATION))
+    if not supports_finalized_features(state, request):
+        cite("REG-5")
+        return Decision(response=BrokerRegistrationResponse(Error.UNSUPPORTED_VERSION))
+
+    cite("REG-6")
+    cite("REG-7")
+    epoch = state.log_end_offset  # DEC-4: the offset this record is written at; REG-7: above every earlier one
+    record = RegisterBrokerRecord(
+        broker_id=request.broker_id,
+        incarnation_id=request.incarnation_id,
+        broker_epoch=epoch,
+        end_points=tuple(BrokerEndpoint(l.name, l.host, l.port, l.security_protocol) for l in request.listeners),
+        features=tuple(
+            BrokerFeature(f.name, f.min_supported_version, f.max_supported_version) for f in request.features
+        ),
+        rack=request.rack,
+    )
+    cite("REG-9")  # registering writes no partition change
+    return Decision(
+        records=(record,),
+        response=BrokerRegistrationResponse(Error.NONE, epoch),
+        leases={**state.leases, request.broker_id: Lease(state.now_ms)},  # LEASE-7: a fresh lease
+    )
+
+
+def handle_unregister_broker(state: ControllerState, request: UnregisterBrokerRequest) -> Decision:
+    cite("MEM-7")
+    if request.broker_id not in state.image.brokers:
+        cite("UNREG-1")
+        return Decision(response=UnregisterBrokerResponse(Error.NONE))
+    cite("UNREG-2")  # no liveness check: an active broker can be unregistered
+    records = unregister_broker(state.image, state.leases, request.broker_id)
+    leases = {b: lease for b, lease in state.leases.items() if b != request.broker_id}  # UNREG-3
+    return Decision(records=tuple(records), response=UnregisterBrokerResponse(Error.NONE), leases=leases)

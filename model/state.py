@@ -1,0 +1,278 @@
+"""The model's state: the metadata image (hard state), the active controller's soft
+state, and the log.
+
+Everything is frozen. Dicts inside frozen objects are never mutated: every change
+builds a new dict (``{**d, key: value}``). The hard state, :class:`MetadataImage`,
+changes only by ``replay.replay`` (LOG-5); soft state (leases, responses waiting for
+commit, the clock) belongs to the active controller and is never logged.
+"""
+
+from __future__ import annotations
+
+import re
+from uuid import UUID
+
+from attrs import evolve, field, frozen
+
+from .messages import Request, Response
+from .records import NO_LEADER, BrokerEndpoint, BrokerFeature, Record
+
+DEFAULT_CLUSTER_ID = "BzQ3d36UVz-6ojsUlsLasQ"
+"""The cluster id a default configuration uses (a UUID in the text form of TOOL-2)."""
+
+DEFAULT_HEARTBEAT_INTERVAL_MS = 3000  # LEASE-1, DEC-12
+DEFAULT_SESSION_TIMEOUT_MS = 18000  # LEASE-1, DEC-12
+
+
+class ConfigError(ValueError):
+    """A configuration value that breaks CONF-2; the message names the setting and value."""
+
+
+@frozen
+class FeatureRange:
+    """A finalized feature and its level range (LOG-17)."""
+
+    name: str
+    min_level: int
+    max_level: int
+
+
+def _check_positive(instance, attribute, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{_setting(attribute.name)} must be a positive integer, got {value!r}")
+
+
+def _setting(attribute_name: str) -> str:
+    return {
+        "heartbeat_interval_ms": "broker.heartbeat.interval.ms",
+        "session_timeout_ms": "broker.session.timeout.ms",
+    }.get(attribute_name, attribute_name)
+
+
+_FEATURE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+@frozen
+class Config:
+    """What the controller is configured with (CONF-1): the timings and the cluster.
+
+    ``finalized_features`` become the bootstrap records of the log (LOG-14).
+    Construction refuses values that break CONF-2 with a :class:`ConfigError`.
+    """
+
+    cluster_id: str = DEFAULT_CLUSTER_ID
+    # LEASE-1: brokers use the heartbeat interval; the controller uses only the session timeout
+    heartbeat_interval_ms: int = field(default=DEFAULT_HEARTBEAT_INTERVAL_MS, validator=_check_positive)
+    session_timeout_ms: int = field(default=DEFAULT_SESSION_TIMEOUT_MS, validator=_check_positive)
+    finalized_features: tuple[FeatureRange, ...] = field(
+        default=(FeatureRange("metadata.format", 1, 1),), converter=tuple
+    )
+
+    def __attrs_post_init__(self) -> None:
+        # CONF-2: a broker heartbeating on time must not lose its lease between heartbeats.
+        if self.session_timeout_ms <= self.heartbeat_interval_ms:
+            raise ConfigError(
+                f"broker.session.timeout.ms ({self.session_timeout_ms}) must be longer than "
+                f"broker.heartbeat.interval.ms ({self.heartbeat_interval_ms})"
+            )
+        if not self.cluster_id:
+            raise ConfigError("cluster.id must not be empty")
+        names = [f.name for f in self.finalized_features]
+        for feature in self.finalized_features:
+            if not _FEATURE_NAME.match(feature.name):
+                raise ConfigError(f"finalized feature name {feature.name!r} is not a feature name")
+            if not 0 <= feature.min_level <= feature.max_level:
+                raise ConfigError(
+                    f"finalized feature {feature.name} has levels [{feature.min_level}, {feature.max_level}]; "
+                    "need 0 <= min <= max"
+                )
+        if len(set(names)) != len(names):
+            raise ConfigError(f"finalized features name a feature twice: {names}")
+
+
+# ---- hard state: the metadata image ---------------------------------------------
+
+
+@frozen
+class BrokerRegistration:
+    """A registered broker (MEM-1, REG-8)."""
+
+    broker_id: int
+    incarnation_id: UUID
+    epoch: int
+    end_points: tuple[BrokerEndpoint, ...] | None
+    features: tuple[BrokerFeature, ...] | None
+    rack: str | None
+    fenced: bool = True
+
+
+@frozen
+class Topic:
+    name: str
+    topic_id: UUID
+
+
+@frozen
+class Partition:
+    """A partition (PART-1)."""
+
+    topic_id: UUID
+    partition_id: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader: int = NO_LEADER
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+
+    @property
+    def key(self) -> tuple[UUID, int]:
+        return (self.topic_id, self.partition_id)
+
+    @property
+    def is_reassigning(self) -> bool:
+        """A reassignment is in progress (REASSIGN-4)."""
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """The reassignment's target: ``Replicas`` without ``RemovingReplicas`` (REASSIGN-4)."""
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
+
+    def names(self, broker_id: int) -> bool:
+        """The partition mentions ``broker_id`` in any of its lists or as leader."""
+        return (
+            broker_id in self.replicas
+            or broker_id in self.isr
+            or broker_id in self.adding_replicas
+            or broker_id in self.removing_replicas
+            or broker_id == self.leader
+        )
+
+
+@frozen
+class MetadataImage:
+    """Hard state: what replaying records gives (LOG-9). Dicts are never mutated."""
+
+    features: dict[str, FeatureRange] = field(factory=dict)
+    brokers: dict[int, BrokerRegistration] = field(factory=dict)
+    topics: dict[UUID, Topic] = field(factory=dict)
+    partitions: dict[tuple[UUID, int], Partition] = field(factory=dict)
+
+    def topic_named(self, name: str) -> Topic | None:
+        for topic in self.topics.values():
+            if topic.name == name:
+                return topic
+        return None
+
+    def partitions_in_order(self) -> list[Partition]:
+        """Partitions by topic name, then partition id (PART-5's partition order)."""
+        names = {tid: t.name for tid, t in self.topics.items()}
+        return sorted(self.partitions.values(), key=lambda p: (names.get(p.topic_id, ""), p.partition_id))
+
+    def partitions_of(self, topic_id: UUID) -> list[Partition]:
+        return sorted((p for p in self.partitions.values() if p.topic_id == topic_id), key=lambda p: p.partition_id)
+
+    def leads_any(self, broker_id: int) -> bool:
+        return any(p.leader == broker_id for p in self.partitions.values())
+
+
+# ---- soft state of the active controller -------------------------------------------
+
+
+@frozen
+class Lease:
+    """A broker's lease and what its heartbeats reported (LEASE-7, SHUT-1). Never logged."""
+
+    last_contact_ms: int
+    metadata_offset: int = -1  # the recorded CurrentMetadataOffset; -1 before the first heartbeat
+    in_controlled_shutdown: bool = False
+    shutdown_granted: bool = False  # the last accepted heartbeat was answered ShouldShutDown (REG-4)
+
+    def deadline(self, session_timeout_ms: int) -> int:
+        """The time at which the lease lapses (LEASE-8)."""
+        return self.last_contact_ms + session_timeout_ms
+
+
+# ---- the log -----------------------------------------------------------------------
+
+
+@frozen
+class Batch:
+    """Records appended together, with consecutive offsets from ``base_offset`` (LOG-4)."""
+
+    base_offset: int
+    records: tuple[Record, ...]
+
+    @property
+    def end_offset(self) -> int:
+        """One past the batch's last offset."""
+        return self.base_offset + len(self.records)
+
+    def with_offsets(self) -> list[tuple[int, Record]]:
+        return [(self.base_offset + i, r) for i, r in enumerate(self.records)]
+
+
+@frozen
+class Snapshot:
+    """The committed state at ``end_offset`` as its minimal records (LOG-11)."""
+
+    end_offset: int
+    records: tuple[Record, ...]
+
+
+@frozen
+class Reply:
+    """A released response, with its request and the request's sequence number (RPC-6)."""
+
+    seq: int
+    request: Request
+    response: Response
+
+
+@frozen
+class PendingReply:
+    """A decided response waiting for the committed offset to reach ``release_offset`` (LOG-7)."""
+
+    seq: int
+    release_offset: int
+    request: Request  # kept so that a failover can answer it NOT_CONTROLLER in its own shape
+    response: Response
+
+
+@frozen
+class ControllerState:
+    """Everything the model knows: the config, the clock, the log, hard and soft state."""
+
+    config: Config
+    now_ms: int
+    image: MetadataImage  # in-memory state, uncommitted records included (LOG-5)
+    committed_image: MetadataImage  # the replay of the committed records (LOG-9)
+    batches: tuple[Batch, ...]  # the log from ``log_start_offset`` on
+    committed_offset: int  # LOG-6
+    snapshot: Snapshot | None
+    leases: dict[int, Lease]
+    pending: tuple[PendingReply, ...] = ()
+    next_seq: int = 0
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.snapshot.end_offset if self.snapshot is not None else 0
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next record gets (LOG-4)."""
+        return self.batches[-1].end_offset if self.batches else self.log_start_offset
+
+    def uncommitted_batches(self) -> tuple[Batch, ...]:
+        return tuple(b for b in self.batches if b.base_offset >= self.committed_offset)
+
+    def committed_batches(self) -> tuple[Batch, ...]:
+        return tuple(b for b in self.batches if b.end_offset <= self.committed_offset)
+
+    def lease(self, broker_id: int) -> Lease:
+        return self.leases[broker_id]
+
+    def evolve(self, **changes) -> "ControllerState":
+        return evolve(self, **changes)

@@ -1,0 +1,224 @@
+"""Formats and checks of the operator tools seed 000 names (TOOL-1 to TOOL-5, CONF-3).
+
+Pure functions: the command-line wrappers read and write files; these decide what to
+read, write and print.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from attrs import frozen
+
+from kraftspec.spec.schemas import record_schemas
+
+from .framing import snake_case
+from .messages import UnregisterBrokerRequest
+from .records import Record
+from .rules import cite
+from .state import MetadataImage
+
+
+# ---- UUID text form (TOOL-2) ------------------------------------------------------
+
+
+def uuid_text(value: UUID) -> str:
+    """TOOL-2: 22 characters of URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
+def parse_uuid_text(text: str) -> UUID | None:
+    """The UUID a 22-character text form names, or None if it is not one."""
+    if len(text) != 22:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(text + "==")
+    except (binascii.Error, ValueError):
+        return None
+    return UUID(bytes=raw) if len(raw) == 16 and uuid_text(UUID(bytes=raw)) == text else None
+
+
+def random_uuid_text(bits: int) -> str:
+    """TOOL-2 random-uuid: the text form of the UUID made of 128 random ``bits`` (the caller draws them)."""
+    cite("TOOL-2")
+    return uuid_text(UUID(int=bits & ((1 << 128) - 1)))
+
+
+# ---- meta.properties (TOOL-1) ----------------------------------------------------
+
+
+@frozen
+class MetaProperties:
+    cluster_id: str
+    node_id: int
+
+
+class MetaPropertiesError(ValueError):
+    """A meta.properties that a KIP-500 node refuses; the message names the file and the key."""
+
+
+def render_meta_properties(meta: MetaProperties) -> str:
+    """TOOL-1: version 1 of meta.properties."""
+    cite("TOOL-1")
+    return f"#\n#kraftspec\ncluster.id={meta.cluster_id}\nversion=1\nnode.id={meta.node_id}\n"
+
+
+def parse_meta_properties(text: str, path: str, configured_node_id: int | None = None) -> MetaProperties:
+    """TOOL-1: read a version 1 meta.properties, refusing what a node refuses to start with."""
+    cite("TOOL-1")
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise MetaPropertiesError(f"{path}: line {line!r} is not key=value")
+        values[key.strip()] = value.strip()
+    if values.get("version") != "1":
+        raise MetaPropertiesError(f"{path}: version is {values.get('version')!r}, expected 1")
+    for key in ("cluster.id", "node.id"):
+        if not values.get(key):
+            raise MetaPropertiesError(f"{path}: {key} is missing")
+    try:
+        node_id = int(values["node.id"])
+    except ValueError:
+        raise MetaPropertiesError(f"{path}: node.id {values['node.id']!r} is not an integer") from None
+    if configured_node_id is not None and node_id != configured_node_id:
+        raise MetaPropertiesError(f"{path}: node.id {node_id} differs from the configured node.id {configured_node_id}")
+    return MetaProperties(values["cluster.id"], node_id)
+
+
+@frozen
+class FormatPlan:
+    """What ``kafka-storage format`` writes (path -> contents), skips, or why it refuses."""
+
+    writes: dict[str, str]
+    skipped: tuple[str, ...]
+    error: str | None = None
+
+
+def format_plan(
+    directories: Mapping[str, str | None], cluster_id: str, node_id: int, ignore_formatted: bool
+) -> FormatPlan:
+    """TOOL-2 format: ``directories`` maps each log directory to its meta.properties text, or
+    None if it has none. Formatted directories make it refuse, unless ``ignore_formatted``."""
+    cite("TOOL-2")
+    formatted = tuple(sorted(d for d, meta in directories.items() if meta is not None))
+    if formatted and not ignore_formatted:
+        return FormatPlan({}, (), f"already formatted: {', '.join(formatted)} (use --ignore-formatted to skip them)")
+    contents = render_meta_properties(MetaProperties(cluster_id, node_id))
+    writes = {f"{d}/meta.properties": contents for d in sorted(directories) if d not in formatted}
+    return FormatPlan(writes, formatted)
+
+
+# ---- kafka-cluster (TOOL-3) and node names (CONF-3) ----------------------------------
+
+
+def unregister_command(broker_id: int) -> UnregisterBrokerRequest:
+    """TOOL-3: ``kafka-cluster unregister --id N`` sends UnregisterBrokerRequest(N)."""
+    cite("TOOL-3")
+    return UnregisterBrokerRequest(broker_id)
+
+
+def node_names(node_id: int, process_roles: str) -> list[str]:
+    """CONF-3: a process is one node per role, all with the same node id (DEC-11)."""
+    cite("CONF-3")
+    roles = [r.strip() for r in process_roles.split(",") if r.strip()]
+    if not roles or any(r not in ("broker", "controller") for r in roles) or len(set(roles)) != len(roles):
+        raise ValueError(f"process.roles {process_roles!r} must be broker, controller, or broker,controller")
+    if node_id < 0 or node_id > 2**31 - 1:
+        raise ValueError(f"node.id {node_id} must be a non-negative 32-bit integer")
+    return [f"{role}-{node_id}" for role in roles]
+
+
+# ---- the metadata decoder of kafka-dump-log (TOOL-4) -----------------------------------
+
+
+def _lower_camel(name: str) -> str:
+    return name[:1].lower() + name[1:]
+
+
+def _record_type_name(name: str) -> str:
+    return snake_case(name).upper()
+
+
+def _json_value(value: Any, field: dict[str, Any]) -> Any:
+    kind = field["type"]
+    if value is None:
+        return None
+    if kind.startswith("[]"):
+        return [_json_value(v, dict(field, type=kind[2:])) for v in value]
+    if kind == "uuid":
+        return uuid_text(value)
+    if kind == "bytes":
+        return base64.b64encode(value).decode("ascii")
+    if "fields" in field:  # an element of an array of structs
+        return _json_struct(value, field["fields"])
+    return value
+
+
+def _json_struct(obj: Any, fields: list[dict[str, Any]]) -> dict[str, Any]:
+    out = {}
+    for field in fields:
+        value = getattr(obj, snake_case(field["name"]))
+        if "tag" in field and value == _tag_default(field):
+            continue  # only present tagged fields are printed
+        out[_lower_camel(field["name"])] = _json_value(value, field)
+    return out
+
+
+def _tag_default(field: dict[str, Any]) -> Any:
+    raw = field.get("default")
+    return None if raw in (None, "null") else int(raw)
+
+
+def dump_payload(record: Record, version: int = 0) -> str:
+    """TOOL-4: ``payload: {"type":...,"version":...,"data":...}`` as the decoder prints it."""
+    cite("TOOL-4")
+    schema = record_schemas()[type(record).API_KEY]
+    payload = {"type": _record_type_name(schema["name"]), "version": version, "data": _json_struct(record, schema["fields"])}
+    return "payload: " + json.dumps(payload, separators=(",", ":"))
+
+
+# ---- the metadata shell's tree (TOOL-5) ------------------------------------------------
+
+
+def metadata_tree(image: MetadataImage) -> dict[str, str]:
+    """TOOL-5: the replayed state as path -> value, the files the metadata shell shows."""
+    cite("TOOL-5")
+    tree: dict[str, str] = {}
+    for broker_id in sorted(image.brokers):
+        b = image.brokers[broker_id]
+        base = f"/brokers/{broker_id}"
+        tree[f"{base}/incarnationId"] = uuid_text(b.incarnation_id)
+        tree[f"{base}/epoch"] = str(b.epoch)
+        tree[f"{base}/fenced"] = str(b.fenced).lower()
+        tree[f"{base}/endpoints"] = ",".join(f"{e.name}://{e.host}:{e.port}" for e in b.end_points or ())
+        tree[f"{base}/features"] = ",".join(f"{f.name}:{f.min_version}-{f.max_version}" for f in b.features or ())
+        tree[f"{base}/rack"] = b.rack if b.rack is not None else "null"
+    for name in sorted(image.features):
+        f = image.features[name]
+        tree[f"/features/{name}"] = f"{f.min_level}-{f.max_level}"
+    for topic in sorted(image.topics.values(), key=lambda t: t.name):
+        base = f"/topics/{topic.name}"
+        tree[f"{base}/id"] = uuid_text(topic.topic_id)
+        for p in image.partitions_of(topic.topic_id):
+            at = f"{base}/{p.partition_id}"
+            tree[f"{at}/replicas"] = _ids(p.replicas)
+            tree[f"{at}/isr"] = _ids(p.isr)
+            tree[f"{at}/addingReplicas"] = _ids(p.adding_replicas)
+            tree[f"{at}/removingReplicas"] = _ids(p.removing_replicas)
+            tree[f"{at}/leader"] = str(p.leader)
+            tree[f"{at}/leaderEpoch"] = str(p.leader_epoch)
+            tree[f"{at}/partitionEpoch"] = str(p.partition_epoch)
+    return tree
+
+
+def _ids(values: tuple[int, ...]) -> str:
+    return "[" + ",".join(map(str, values)) + "]"

@@ -1,0 +1,140 @@
+"""CreateTopics and DeleteTopics (TOPIC-1 to TOPIC-7)."""
+
+from __future__ import annotations
+
+import re
+
+from .decision import Decision
+from .errors import Error
+from .messages import (
+    ZERO_UUID,
+    CreatableTopic,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from .partitions import Leases, is_eligible_leader
+from .records import PartitionRecord, Record, RemoveTopicRecord, TopicRecord
+from .replay import replay_all
+from .rules import cite
+from .state import ControllerState, MetadataImage
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def is_legal_topic_name(name: str) -> bool:
+    """TOPIC-2: 1 to 249 characters of ASCII letters, digits, '.', '_' and '-', not '.' or '..'."""
+    return (
+        0 < len(name) <= MAX_TOPIC_NAME_LENGTH and name not in (".", "..") and _LEGAL_TOPIC_NAME.match(name) is not None
+    )
+
+
+def handle_create_topics(state: ControllerState, request: CreateTopicsRequest) -> Decision:
+    cite("TOPIC-1")
+    image = state.image  # each topic is decided on what the earlier ones left
+    seen: set[str] = set()
+    records: list[Record] = []
+    results = []
+    for topic in request.topics:
+        first = topic.name not in seen
+        seen.add(topic.name)
+        error, created = create_topic(image, state.leases, topic, first)
+        if created:
+            image = replay_all(image, created)
+            records.extend(created)
+        results.append(CreatableTopicResult(topic.name, topic.topic_id if created else ZERO_UUID, error))
+    return Decision(records=tuple(records), response=CreateTopicsResponse(tuple(results)))
+
+
+def create_topic(
+    image: MetadataImage, leases: Leases, topic: CreatableTopic, first: bool
+) -> tuple[Error, list[Record]]:
+    """The error and records of one topic of a CreateTopics request."""
+    if not is_legal_topic_name(topic.name):
+        cite("TOPIC-2")
+        return Error.INVALID_TOPIC_EXCEPTION, []
+    if not first:
+        cite("TOPIC-2")
+        return Error.INVALID_REQUEST, []
+    if image.topic_named(topic.name) is not None:
+        cite("TOPIC-2")
+        return Error.TOPIC_ALREADY_EXISTS, []
+    if topic.topic_id == ZERO_UUID or topic.topic_id in image.topics:
+        cite("TOPIC-2")  # DEC-24: the id is an input and must be fresh
+        return Error.INVALID_REQUEST, []
+    by_count = topic.num_partitions != -1 or topic.replication_factor != -1
+    if bool(topic.assignments) == by_count:
+        cite("TOPIC-2")  # an assignment, or a count and a factor: exactly one of the two
+        return Error.INVALID_REQUEST, []
+
+    if topic.assignments:
+        error, assignment = explicit_assignment(image, topic)
+        empty_isr_error = Error.INVALID_REPLICA_ASSIGNMENT
+    else:
+        error, assignment = place_by_replication_factor(image, topic)
+        empty_isr_error = Error.INVALID_REPLICATION_FACTOR
+    if error is not Error.NONE:
+        return error, []
+
+    cite("TOPIC-5")
+    partitions = []
+    for index, replicas in enumerate(assignment):
+        isr = tuple(r for r in replicas if is_eligible_leader(image, leases, r))
+        if not isr:
+            return empty_isr_error, []
+        partitions.append(
+            PartitionRecord(index, topic.topic_id, replicas, isr, (), (), leader=isr[0], leader_epoch=0, partition_epoch=0)
+        )
+    cite("TOPIC-6")
+    return Error.NONE, [TopicRecord(topic.name, topic.topic_id), *partitions]
+
+
+def explicit_assignment(image: MetadataImage, topic: CreatableTopic) -> tuple[Error, list[tuple[int, ...]]]:
+    """TOPIC-3: indexes 0..n-1 each once; each list non-empty, no duplicates, registered brokers."""
+    cite("TOPIC-3")
+    by_index = {a.partition_index: tuple(a.broker_ids) for a in topic.assignments}
+    if len(by_index) != len(topic.assignments) or sorted(by_index) != list(range(len(by_index))):
+        return Error.INVALID_REPLICA_ASSIGNMENT, []
+    for replicas in by_index.values():
+        if not replicas or len(set(replicas)) != len(replicas) or any(b not in image.brokers for b in replicas):
+            return Error.INVALID_REPLICA_ASSIGNMENT, []
+    return Error.NONE, [by_index[i] for i in range(len(by_index))]
+
+
+def place_by_replication_factor(image: MetadataImage, topic: CreatableTopic) -> tuple[Error, list[tuple[int, ...]]]:
+    """TOPIC-4: round-robin over the registered brokers sorted by id, fenced ones included (DEC-26)."""
+    cite("TOPIC-4")
+    brokers = sorted(image.brokers)
+    if topic.num_partitions < 1:
+        return Error.INVALID_PARTITIONS, []
+    if not 1 <= topic.replication_factor <= len(brokers):
+        return Error.INVALID_REPLICATION_FACTOR, []
+    n = len(brokers)
+    return Error.NONE, [
+        tuple(brokers[(p + j) % n] for j in range(topic.replication_factor)) for p in range(topic.num_partitions)
+    ]
+
+
+def handle_delete_topics(state: ControllerState, request: DeleteTopicsRequest) -> Decision:
+    cite("TOPIC-7")
+    seen: set[str] = set()
+    records: list[Record] = []
+    results = []
+    for name in request.topic_names:
+        topic = state.image.topic_named(name)
+        if name in seen:
+            error, topic_id = Error.INVALID_REQUEST, ZERO_UUID
+        elif topic is None:
+            error, topic_id = Error.UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID
+        else:
+            error, topic_id = Error.NONE, topic.topic_id
+            if any(p.is_reassigning for p in state.image.partitions_of(topic.topic_id)):
+                cite("REASSIGN-12")  # allowed; replaying the one record ends its reassignments
+            records.append(RemoveTopicRecord(topic.topic_id))
+        seen.add(name)
+        results.append(DeletableTopicResult(name, topic_id, error))
+    return Decision(records=tuple(records), response=DeleteTopicsResponse(tuple(results)))

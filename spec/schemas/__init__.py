@@ -1,0 +1,111 @@
+"""Message, record and error-code definitions of the kraftspec specification.
+
+The definitions are JSON data files shipped inside this package:
+
+* ``records/<Name>.json``: one metadata record type per file (api keys 0..14);
+* ``rpcs/<Name>.json``: one request or response per file;
+* ``errors.json``: the error codes, as ``{"errors": [{"name", "code", "about"}, ...]}``.
+
+The message files use Kafka's message-definition JSON conventions (``apiKey``,
+``type``, ``name``, ``validVersions``, ``flexibleVersions``, ``fields``) plus two
+kraftspec keys: ``source`` (where the definition comes from) and the optional
+``kraftspec`` (how and why it deviates from that source).
+
+The files are read through :mod:`importlib.resources`, so this works both for an
+installed package and for an editable install. Parsed JSON is cached: every
+function returns the same shared objects on every call, and callers must treat
+them as read-only (copy them, e.g. with :func:`copy.deepcopy`, before changing
+anything).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from typing import Any
+
+__all__ = ["SPEC_VERSION", "record_schemas", "rpc_schemas", "schema", "error_codes"]
+
+from kraftspec.spec import SPEC_VERSION  # the version of the specification these schemas belong to
+
+
+def _package_root() -> Traversable:
+    """Return the directory of this package as an importlib.resources Traversable."""
+    return files(__name__)
+
+
+def _load_dir(subdir: str) -> list[dict[str, Any]]:
+    """Parse every ``*.json`` file of ``subdir``, in file-name order.
+
+    Raises ValueError when a file's ``name`` differs from its file name, since
+    lookups by name rely on the two matching.
+    """
+    loaded: list[dict[str, Any]] = []
+    entries = sorted(_package_root().joinpath(subdir).iterdir(), key=lambda e: e.name)
+    for entry in entries:
+        if not entry.name.endswith(".json"):
+            continue
+        message = json.loads(entry.read_text(encoding="utf-8"))
+        stem = entry.name.removesuffix(".json")
+        if message.get("name") != stem:
+            raise ValueError(f"{subdir}/{entry.name} defines {message.get('name')!r}, expected {stem!r}")
+        loaded.append(message)
+    return loaded
+
+
+@functools.cache
+def record_schemas() -> dict[int, dict[str, Any]]:
+    """Return the metadata record definitions keyed by apiKey.
+
+    The returned dicts are cached and shared: do not mutate them.
+    Raises ValueError if two records declare the same apiKey.
+    """
+    records: dict[int, dict[str, Any]] = {}
+    for record in _load_dir("records"):
+        key = record["apiKey"]
+        if key in records:
+            raise ValueError(f"apiKey {key} used by both {records[key]['name']} and {record['name']}")
+        records[key] = record
+    return records
+
+
+@functools.cache
+def rpc_schemas() -> dict[str, dict[str, Any]]:
+    """Return the request and response definitions keyed by name.
+
+    The returned dicts are cached and shared: do not mutate them.
+    """
+    return {message["name"]: message for message in _load_dir("rpcs")}
+
+
+@functools.cache
+def _all_by_name() -> dict[str, dict[str, Any]]:
+    """Index every record and RPC definition by its name."""
+    by_name = {record["name"]: record for record in record_schemas().values()}
+    by_name.update(rpc_schemas())
+    return by_name
+
+
+def schema(name: str) -> dict[str, Any]:
+    """Return the definition of the message or record called ``name``.
+
+    ``name`` is the definition's ``name``, e.g. ``"PartitionRecord"`` or
+    ``"BrokerHeartbeatRequest"``. The returned dict is cached and shared: do
+    not mutate it. Raises KeyError for an unknown name.
+    """
+    try:
+        return _all_by_name()[name]
+    except KeyError:
+        raise KeyError(f"no kraftspec message or record named {name!r}") from None
+
+
+@functools.cache
+def error_codes() -> dict[str, int]:
+    """Return the error codes as a mapping from error name to numeric code.
+
+    The returned dict is cached and shared: do not mutate it.
+    """
+    data = json.loads(_package_root().joinpath("errors.json").read_text(encoding="utf-8"))
+    return {error["name"]: error["code"] for error in data["errors"]}

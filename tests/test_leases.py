@@ -1,0 +1,282 @@
+"""Leases: LEASE-1 to LEASE-15, LAO-1, LAO-2, and the membership transitions MEM-1, MEM-2."""
+
+import pytest
+
+from cluster import Cluster
+from kraftspec.model import Config, ConfigError, Error
+from kraftspec.model.membership import Membership, membership, visible_brokers
+from kraftspec.model.messages import BrokerHeartbeatRequest
+from kraftspec.model.records import FenceBrokerRecord, PartitionChangeRecord, UnfenceBrokerRecord
+
+
+def test_lease_1_default_timings_and_their_check():
+    """LEASE-1, DEC-12: 3000 and 18000 by default; the session must outlast the interval (CONF-2)."""
+    config = Config()
+    assert (config.heartbeat_interval_ms, config.session_timeout_ms) == (3000, 18000)
+    with pytest.raises(ConfigError, match="broker.session.timeout.ms"):
+        Config(heartbeat_interval_ms=5000, session_timeout_ms=5000)
+
+
+def test_lease_2_heartbeat_response_fields_and_error_defaults():
+    """LEASE-2: a success describes the broker; an error carries the schema defaults."""
+    c = Cluster()
+    c.register(1)
+    ok = c.heartbeat(1)
+    assert (ok.error_code, ok.is_caught_up, ok.is_fenced, ok.should_shut_down) == (Error.NONE, True, False, False)
+    refused = c.heartbeat(1, epoch=12345)
+    assert (refused.is_caught_up, refused.is_fenced, refused.should_shut_down, refused.lowest_acknowledged_offset) == (
+        False,
+        True,
+        False,
+        -1,
+    )
+
+
+def test_lease_3_heartbeat_from_an_unregistered_id_is_refused():
+    """LEASE-3, DEC-15: BROKER_ID_NOT_REGISTERED, nothing changes."""
+    c = Cluster()
+    assert c.request(BrokerHeartbeatRequest(4, 1, 1, False, False)).error_code == Error.BROKER_ID_NOT_REGISTERED
+    assert c.request(BrokerHeartbeatRequest(-4, 1, 1, False, False)).error_code == Error.BROKER_ID_NOT_REGISTERED
+
+
+def test_lease_4_heartbeat_with_another_epoch_is_refused_and_is_not_contact():
+    """LEASE-4: STALE_BROKER_EPOCH; the lease is not renewed."""
+    c = Cluster()
+    c.register(1)
+    c.tick(5000)
+    assert c.heartbeat(1, epoch=c.epoch(1) + 1).error_code == Error.STALE_BROKER_EPOCH
+    assert c.state.leases[1].last_contact_ms == 0
+
+
+def test_lease_5_negative_metadata_offset_is_refused():
+    """LEASE-5, DEC-2."""
+    c = Cluster()
+    c.register(1)
+    assert c.heartbeat(1, offset=-1).error_code == Error.INVALID_REQUEST
+    assert c.heartbeat(1, offset=0, want_fence=True).error_code == Error.NONE
+
+
+def test_lease_6_a_lower_offset_than_before_is_ignored():
+    """LEASE-6, DEC-13: answered with the status as it stands; no contact, no change."""
+    c = Cluster()
+    c.start_brokers(1)
+    c.tick(1000)
+    assert c.heartbeat(1, offset=c.state.committed_offset).error_code == Error.NONE
+    c.tick(2000)
+    stale = c.heartbeat(1, offset=0, want_fence=True)  # a late copy: its WantFence must not fence
+    assert (stale.error_code, stale.is_fenced, stale.should_shut_down) == (Error.NONE, False, False)
+    assert stale.is_caught_up
+    assert c.state.leases[1].last_contact_ms == 1000
+    assert c.records() == []
+
+
+def test_lease_7_contact_renews_the_lease_for_fenced_and_unfenced_brokers():
+    """LEASE-7: last contact and the recorded offset; nothing logged."""
+    c = Cluster()
+    c.start_brokers(1)
+    c.register(2)
+    c.tick(4000)
+    c.heartbeat(1, offset=c.state.committed_offset)
+    c.heartbeat(2, want_fence=True, offset=1)
+    assert (c.state.leases[1].last_contact_ms, c.state.leases[2].last_contact_ms) == (4000, 4000)
+    assert c.state.leases[2].metadata_offset == 1
+    assert c.records() == []
+
+
+def test_lease_8_a_lapsed_lease_fences_at_the_deadline_exactly():
+    """LEASE-8, DEC-7: at last_contact + timeout the broker is fenced, not a millisecond later."""
+    c = Cluster()
+    c.start_brokers(1)
+    contact = c.state.leases[1].last_contact_ms
+    assert c.tick(contact + 17_999).batches == ()
+    result = c.tick(contact + 18_000)
+    assert [type(r) for b in result.batches for r in b.records] == [FenceBrokerRecord]
+    assert c.state.image.brokers[1].fenced
+
+
+def test_lease_8_several_lapses_at_once_are_fenced_one_batch_each_in_deadline_order():
+    """LEASE-8, DEC-25: one batch per broker, by deadline then id, each on the state the last left."""
+    c = Cluster()
+    c.start_brokers(3, 1, 2)
+    c.create_topic("t", assignment=[[1, 2, 3]])
+    c.tick(100)
+    c.heartbeat(3)  # broker 3's deadline is now the latest
+    result = c.tick(60_000)
+    fenced = [r.broker_id for b in result.batches for r in b.records if isinstance(r, FenceBrokerRecord)]
+    assert fenced == [1, 2, 3]
+    assert len(result.batches) == 3
+    # broker 1 led; the first batch elects 2, the second must not elect the now-fenced 2 again
+    t = c.partition("t").topic_id
+    assert result.batches[0].records[0] == PartitionChangeRecord(0, t, isr=(2, 3), leader=2)
+    assert result.batches[1].records[0] == PartitionChangeRecord(0, t, isr=(3,), leader=3)
+    assert result.batches[2].records[0] == PartitionChangeRecord(0, t, leader=-1)
+
+
+def test_lease_9_caught_up_means_applied_its_own_registration():
+    """LEASE-9, DEC-3: CurrentMetadataOffset must pass the broker's epoch (one more than highest, DEC-2)."""
+    c = Cluster()
+    c.register(1)
+    epoch = c.epoch(1)
+    assert not c.heartbeat(1, offset=epoch, want_fence=True).is_caught_up
+    assert c.heartbeat(1, offset=epoch + 1, want_fence=True).is_caught_up
+
+
+def test_lease_10_unfenced_when_not_wantfence_not_shutdown_and_caught_up():
+    """LEASE-10, DEC-1: one UnfenceBrokerRecord, IsFenced false, released at commit."""
+    c = Cluster()
+    c.register(1)
+    result = c.send(BrokerHeartbeatRequest(1, c.epoch(1), c.epoch(1) + 1, False, False))
+    assert result.replies == ()
+    assert [r for b in result.batches for r in b.records] == [UnfenceBrokerRecord(1, c.epoch(1))]
+    [reply] = c.commit().replies
+    assert not reply.response.is_fenced
+
+
+@pytest.mark.parametrize("want_fence, caught_up", [(True, True), (False, False), (True, False)])
+def test_lease_11_otherwise_a_fenced_broker_stays_fenced(want_fence, caught_up):
+    """LEASE-11."""
+    c = Cluster()
+    c.register(1)
+    offset = c.epoch(1) + 1 if caught_up else c.epoch(1)
+    response = c.heartbeat(1, offset=offset, want_fence=want_fence)
+    assert response.is_fenced and c.records() == []
+
+
+def test_lease_12_an_active_broker_asking_to_be_fenced_is_fenced():
+    """LEASE-12: partition changes and a FenceBrokerRecord; IsFenced true."""
+    c = Cluster()
+    c.start_brokers(1, 2)
+    c.create_topic("t", assignment=[[1, 2]])
+    response = c.heartbeat(1, want_fence=True)
+    t = c.partition("t").topic_id
+    assert response.is_fenced and not response.should_shut_down
+    assert c.records() == [PartitionChangeRecord(0, t, isr=(2,), leader=2), FenceBrokerRecord(1, c.epoch(1))]
+
+
+def test_lease_13_an_active_broker_asking_for_nothing_stays_active():
+    """LEASE-13."""
+    c = Cluster()
+    c.start_brokers(1)
+    response = c.heartbeat(1)
+    assert not response.is_fenced and c.records() == []
+
+
+def test_lease_14_failover_gives_every_broker_a_fresh_session():
+    """LEASE-14, DEC-28: last contact = failover time; offsets and controlled shutdowns forgotten."""
+    c = Cluster()
+    c.start_brokers(1, 2)
+    c.create_topic("t", assignment=[[1, 2]])
+    c.heartbeat(1, want_shut_down=True)  # in controlled shutdown (it cannot move leadership? 2 can)
+    c.tick(10_000)
+    c.failover()
+    assert {b: (l.last_contact_ms, l.metadata_offset, l.in_controlled_shutdown) for b, l in c.state.leases.items()} == {
+        b: (10_000, -1, False) for b in c.state.image.brokers
+    }
+    c.tick(10_000 + 17_999)
+    assert not c.state.image.brokers[2].fenced
+
+
+def test_lease_15_fence_and_unfence_records_only_set_the_flag():
+    """LEASE-15, DEC-8: replaying them changes no partition."""
+    from kraftspec.model.replay import replay
+
+    c = Cluster()
+    c.start_brokers(1, 2)
+    c.create_topic("t", assignment=[[1, 2]])
+    image = c.state.image
+    fenced = replay(image, FenceBrokerRecord(1, c.epoch(1)))
+    assert fenced.brokers[1].fenced and fenced.partitions == image.partitions
+    assert not replay(fenced, UnfenceBrokerRecord(1, c.epoch(1))).brokers[1].fenced
+    assert replay(image, FenceBrokerRecord(1, c.epoch(1) + 1)) == image  # wrong epoch: LOG-13
+
+
+def test_lao_1_lowest_acknowledged_offset_over_unfenced_brokers():
+    """LAO-1, DEC-27: the lowest recorded offset of the unfenced brokers, the requester included."""
+    c = Cluster()
+    c.start_brokers(1, 2)
+    c.heartbeat(1, offset=c.state.committed_offset)
+    c.register(3)
+    response = c.heartbeat(2, offset=c.state.committed_offset + 0)
+    lowest = min(c.state.leases[b].metadata_offset for b in (1, 2))
+    assert response.lowest_acknowledged_offset == lowest
+    c.heartbeat(3, offset=0, want_fence=True)  # fenced brokers do not count
+    assert c.heartbeat(2).lowest_acknowledged_offset == min(c.state.leases[b].metadata_offset for b in (1, 2))
+    assert c.heartbeat(1, version=0).lowest_acknowledged_offset is None  # version 0 has no such field
+
+
+def test_lao_1_with_no_unfenced_broker_it_is_the_committed_offset():
+    """LAO-1, DEC-27."""
+    c = Cluster()
+    c.register(1)
+    response = c.heartbeat(1, want_fence=True)
+    assert response.lowest_acknowledged_offset == c.state.committed_offset
+
+
+def test_lao_1_a_broker_not_heard_from_since_failover_counts_as_minus_one():
+    """LAO-1."""
+    c = Cluster()
+    c.start_brokers(1, 2)
+    c.failover()
+    assert c.heartbeat(1).lowest_acknowledged_offset == -1
+
+
+def test_lao_2_refused_and_ignored_heartbeats():
+    """LAO-2: -1 in a version 1 error; LAO-1's value in an ignored heartbeat."""
+    c = Cluster()
+    c.start_brokers(1)
+    assert c.heartbeat(1, epoch=999).lowest_acknowledged_offset == -1
+    c.heartbeat(1, offset=c.state.committed_offset)
+    ignored = c.heartbeat(1, offset=0)
+    assert ignored.lowest_acknowledged_offset == c.state.leases[1].metadata_offset
+
+
+def test_mem_1_membership_states_and_visibility():
+    """MEM-1: unregistered, fenced, active, in controlled shutdown; only unfenced brokers are visible."""
+    c = Cluster()
+    c.start_brokers(1, 2)
+    c.register(3)
+    c.create_topic("solo", assignment=[[1]])
+    c.heartbeat(1, want_shut_down=True)  # its only leadership cannot move: it stays in controlled shutdown
+    assert [membership(c.state, b) for b in (1, 2, 3, 4)] == [
+        Membership.CONTROLLED_SHUTDOWN,
+        Membership.ACTIVE,
+        Membership.FENCED,
+        Membership.UNREGISTERED,
+    ]
+    assert visible_brokers(c.state.image) == [1, 2]
+
+
+def test_mem_2_every_membership_transition():
+    """MEM-2: the transition table, walked edge by edge."""
+    c = Cluster(Config(session_timeout_ms=1000, heartbeat_interval_ms=100))
+    seen = [membership(c.state, 1)]
+    c.register(1)  # REG-6
+    seen.append(membership(c.state, 1))
+    c.heartbeat(1)  # LEASE-10
+    seen.append(membership(c.state, 1))
+    c.tick(1000)  # LEASE-8
+    seen.append(membership(c.state, 1))
+    c.heartbeat(1)
+    c.heartbeat(1, want_fence=True)  # LEASE-12
+    seen.append(membership(c.state, 1))
+    c.start_brokers(2)
+    c.heartbeat(1)
+    c.create_topic("solo", assignment=[[1]])
+    c.heartbeat(1, want_shut_down=True)  # SHUT-1: cannot move its only leadership
+    seen.append(membership(c.state, 1))
+    c.reassign("solo", [1, 2])
+    c.alter_isr(1, "solo", [1, 2])  # now broker 2 can take over
+    c.heartbeat(1, want_shut_down=True)  # SHUT-3
+    seen.append(membership(c.state, 1))
+    c.unregister(1)  # UNREG-2
+    seen.append(membership(c.state, 1))
+    assert [m.value for m in seen] == [
+        "unregistered",
+        "registered+fenced",
+        "registered+active",
+        "registered+fenced",
+        "registered+fenced",
+        "in controlled shutdown",
+        "registered+fenced",
+        "unregistered",
+    ]

@@ -1,0 +1,33 @@
+"""The project's own promises: the README's quickstart is two commands, and CI runs the second."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def quickstart_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    [block] = re.findall(r"```\n(.*?)```", section, flags=re.S)
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_the_quickstart_is_two_commands_install_and_run_then_install_and_test():
+    explain, tests = quickstart_commands()
+    assert "pip install" in explain and explain.endswith("kraftspec explain")
+    assert "pip install" in tests and "'.[test]'" in tests and tests.endswith("pytest")
+
+
+def test_the_readmes_model_example_runs():
+    readme = (ROOT / "README.md").read_text()
+    [example] = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    namespace: dict = {}
+    exec(compile(example, "README.md", "exec"), namespace)
+    assert namespace["result"].replies[0].response.error_code == 0
+
+
+def test_ci_runs_the_readmes_test_command_word_for_word():
+    script = (ROOT / ".ci" / "run").read_text()
+    assert quickstart_commands()[1] in script.splitlines()
+    assert "Java 17" in script

@@ -1,0 +1,151 @@
+"""Topic creation and deletion: TOPIC-1 to TOPIC-8."""
+
+from uuid import UUID
+
+import pytest
+
+from cluster import Cluster, topic_id
+from kraftspec.model import Error
+from kraftspec.model.messages import CreatableTopic, CreateTopicsRequest, ReplicaAssignment
+from kraftspec.model.records import PartitionRecord, RemoveTopicRecord, TopicRecord
+
+
+def create(c: Cluster, *topics: CreatableTopic):
+    return c.request(CreateTopicsRequest(topics)).topics
+
+
+def by_count(name, partitions, rf, tid=None):
+    return CreatableTopic(name, tid or topic_id(name), partitions, rf)
+
+
+def test_topic_1_the_exchange_echoes_the_name_and_the_assigned_id():
+    """TOPIC-1, DEC-24: the controller uses the id it is given."""
+    c = Cluster()
+    c.start_brokers(1)
+    [ok] = create(c, by_count("a", 1, 1, UUID(int=7)))
+    assert (ok.name, ok.topic_id, ok.error_code) == ("a", UUID(int=7), Error.NONE)
+    [refused] = create(c, by_count("a", 1, 1, UUID(int=8)))
+    assert (refused.topic_id, refused.error_code) == (UUID(int=0), Error.TOPIC_ALREADY_EXISTS)
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "has space", "x" * 250, "ünïcode"])
+def test_topic_2_illegal_names(name):
+    """TOPIC-2."""
+    c = Cluster()
+    c.start_brokers(1)
+    [r] = create(c, by_count(name, 1, 1, UUID(int=5)))
+    assert r.error_code == Error.INVALID_TOPIC_EXCEPTION
+
+
+def test_topic_2_duplicates_existing_names_ids_and_modes():
+    """TOPIC-2, DEC-24."""
+    c = Cluster()
+    c.start_brokers(1)
+    first, second = create(c, by_count("a", 1, 1), by_count("a", 1, 1, UUID(int=99)))
+    assert (first.error_code, second.error_code) == (Error.NONE, Error.INVALID_REQUEST)
+    [taken] = create(c, by_count("b", 1, 1, topic_id("a")))
+    assert taken.error_code == Error.INVALID_REQUEST
+    [zero] = create(c, by_count("c", 1, 1, UUID(int=0)))
+    assert zero.error_code == Error.INVALID_REQUEST
+    [both] = create(c, CreatableTopic("d", topic_id("d"), 1, 1, [ReplicaAssignment(0, [1])]))
+    [neither] = create(c, CreatableTopic("e", topic_id("e")))
+    assert both.error_code == neither.error_code == Error.INVALID_REQUEST
+
+
+@pytest.mark.parametrize(
+    "assignment",
+    [[(1, [1])], [(0, [1]), (0, [1])], [(0, [])], [(0, [1, 1])], [(0, [9])]],
+    ids=["gap", "repeated-index", "empty-list", "duplicate-broker", "unregistered"],
+)
+def test_topic_3_invalid_explicit_assignments(assignment):
+    """TOPIC-3."""
+    c = Cluster()
+    c.start_brokers(1)
+    [r] = create(c, CreatableTopic("t", topic_id("t"), assignments=[ReplicaAssignment(i, b) for i, b in assignment]))
+    assert r.error_code == Error.INVALID_REPLICA_ASSIGNMENT
+
+
+def test_topic_3_an_explicit_assignment_keeps_its_order_and_may_name_fenced_brokers():
+    """TOPIC-3."""
+    c = Cluster()
+    c.start_brokers(1, 2)
+    c.register(3)
+    c.create_topic("t", assignment=[[3, 2, 1]])
+    p = c.partition("t")
+    assert (p.replicas, p.isr, p.leader) == ((3, 2, 1), (2, 1), 2)
+
+
+def test_topic_4_round_robin_over_registered_brokers_fenced_included():
+    """TOPIC-4, DEC-26: the seed's rolling-upgrade example: RF 3 with one of three brokers down."""
+    c = Cluster()
+    c.start_brokers(1, 2)
+    c.register(3)  # down for its upgrade: registered, fenced
+    [r] = create(c, by_count("t", 3, 3))
+    assert r.error_code == Error.NONE
+    assert [c.partition("t", i).replicas for i in range(3)] == [(1, 2, 3), (2, 3, 1), (3, 1, 2)]
+    assert [c.partition("t", i).isr for i in range(3)] == [(1, 2), (2, 1), (1, 2)]
+
+
+def test_topic_4_counts_and_factors_out_of_range():
+    """TOPIC-4."""
+    c = Cluster()
+    c.start_brokers(1, 2)
+    [zero] = create(c, by_count("a", 0, 1))
+    [too_many] = create(c, by_count("b", 1, 3))
+    [none] = create(c, by_count("c", 1, 0))
+    assert zero.error_code == Error.INVALID_PARTITIONS
+    assert too_many.error_code == none.error_code == Error.INVALID_REPLICATION_FACTOR
+
+
+def test_topic_5_a_partition_with_no_eligible_replica_fails_its_topic():
+    """TOPIC-5."""
+    c = Cluster()
+    c.start_brokers(1)
+    c.register(2)
+    [explicit] = create(c, CreatableTopic("a", topic_id("a"), assignments=[ReplicaAssignment(0, [1]), ReplicaAssignment(1, [2])]))
+    assert explicit.error_code == Error.INVALID_REPLICA_ASSIGNMENT
+    assert c.records() == []
+    [counted] = create(c, by_count("b", 2, 1))  # partition 1 lands on fenced broker 2 alone
+    assert counted.error_code == Error.INVALID_REPLICATION_FACTOR
+
+
+def test_topic_6_a_topic_is_a_topic_record_then_its_partition_records():
+    """TOPIC-6: one batch, request order; epochs start at 0."""
+    c = Cluster()
+    c.start_brokers(1, 2)
+    create(c, by_count("z", 2, 2), by_count("a", 1, 1))
+    z, a = topic_id("z"), topic_id("a")
+    assert c.records() == [
+        TopicRecord("z", z),
+        PartitionRecord(0, z, [1, 2], [1, 2], leader=1, leader_epoch=0, partition_epoch=0),
+        PartitionRecord(1, z, [2, 1], [2, 1], leader=2, leader_epoch=0, partition_epoch=0),
+        TopicRecord("a", a),
+        PartitionRecord(0, a, [1], [1], leader=1, leader_epoch=0, partition_epoch=0),
+    ]
+
+
+def test_topic_7_deletion_is_one_remove_topic_record_per_topic():
+    """TOPIC-7."""
+    c = Cluster()
+    c.start_brokers(1)
+    c.create_topic("a", assignment=[[1], [1]])
+    c.create_topic("b", assignment=[[1]])
+    response = c.delete_topics("a", "nope", "a", "b")
+    assert [(r.name, r.error_code) for r in response.responses] == [
+        ("a", Error.NONE),
+        ("nope", Error.UNKNOWN_TOPIC_OR_PARTITION),
+        ("a", Error.INVALID_REQUEST),
+        ("b", Error.NONE),
+    ]
+    assert response.responses[0].topic_id == topic_id("a")
+    assert c.records() == [RemoveTopicRecord(topic_id("a")), RemoveTopicRecord(topic_id("b"))]
+
+
+def test_topic_8_replaying_remove_topic_removes_its_partitions_and_frees_the_name():
+    """TOPIC-8."""
+    c = Cluster()
+    c.start_brokers(1)
+    c.create_topic("a", assignment=[[1], [1]])
+    c.delete_topics("a")
+    assert c.state.image.topics == {} and c.state.image.partitions == {}
+    assert c.create_topic("a", assignment=[[1]]).topics[0].error_code == Error.NONE
