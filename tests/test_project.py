@@ -31,3 +31,17 @@ def test_ci_runs_the_readmes_test_command_word_for_word():
     script = (ROOT / ".ci" / "run").read_text()
     assert quickstart_commands()[1] in script.splitlines()
     assert "Java 17" in script
+
+
+def test_ci_refuses_clearly_without_java(tmp_path):
+    import os
+    import subprocess
+
+    bin_dir = tmp_path / "bin"  # a PATH with what the script needs before its Java check, but no java
+    bin_dir.mkdir()
+    for tool in ("dirname", "bash"):
+        os.symlink(subprocess.run(["which", tool], capture_output=True, text=True, check=True).stdout.strip(), bin_dir / tool)
+    result = subprocess.run(
+        [str(bin_dir / "bash"), str(ROOT / ".ci" / "run")], capture_output=True, text=True, env={"PATH": str(bin_dir)}
+    )
+    assert result.returncode == 1 and "Java was not found" in result.stderr and "Java 17" in result.stderr
