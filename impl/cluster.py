@@ -1,0 +1,96 @@
+"""Registrations and finalized features: the cluster's membership (hard state).
+
+Changed only by replaying records (REG-8, UNREG-3, LEASE-15, LOG-17); a record that does
+not apply changes nothing (LOG-13).
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from .journal import Journal
+
+
+class Registration:
+    """A registered broker (MEM-1)."""
+
+    __slots__ = ("broker_id", "incarnation_id", "epoch", "end_points", "features", "rack", "fenced")
+
+    def __init__(self, broker_id: int, incarnation_id: UUID, epoch: int, end_points, features, rack, fenced: bool = True):
+        self.broker_id = broker_id
+        self.incarnation_id = incarnation_id
+        self.epoch = epoch
+        self.end_points = end_points
+        self.features = features
+        self.rack = rack
+        self.fenced = fenced
+
+    def fields(self) -> tuple:
+        return (self.broker_id, self.incarnation_id, self.epoch, self.end_points, self.features, self.rack, self.fenced)
+
+
+class ClusterControl:
+    """Registrations by broker id and finalized feature ranges by name."""
+
+    __slots__ = ("brokers", "features", "journal")
+
+    def __init__(self, journal: Journal) -> None:
+        self.brokers: dict[int, Registration] = {}
+        self.features: dict[str, tuple[int, int]] = {}
+        self.journal = journal
+
+    def _remember_broker(self, broker_id: int) -> None:
+        current = self.brokers.get(broker_id)
+        self.journal.remember(("broker", broker_id), lambda: None if current is None else current.fields())
+
+    # ---- replay ----------------------------------------------------------------------
+
+    def replay_register(self, record) -> bool:
+        """REG-8: replaces any registration of the id; a new registration is fenced."""
+        self._remember_broker(record.broker_id)
+        self.brokers[record.broker_id] = Registration(
+            record.broker_id, record.incarnation_id, record.broker_epoch, record.end_points, record.features, record.rack
+        )
+        return True
+
+    def replay_unregister(self, record) -> bool:
+        """UNREG-3. Returns whether the record applied."""
+        current = self.brokers.get(record.broker_id)
+        if current is None or current.epoch != record.broker_epoch:
+            return False
+        self._remember_broker(record.broker_id)
+        del self.brokers[record.broker_id]
+        return True
+
+    def replay_fenced(self, broker_id: int, epoch: int, fenced: bool) -> bool:
+        """LEASE-15: only the flag. Returns whether the record applied."""
+        current = self.brokers.get(broker_id)
+        if current is None or current.epoch != epoch:
+            return False
+        self._remember_broker(broker_id)
+        current.fenced = fenced
+        return True
+
+    def replay_feature_level(self, record) -> bool:
+        """LOG-17."""
+        self.journal.remember(("feature", record.name), lambda: self.features.get(record.name))
+        self.features[record.name] = (record.min_feature_level, record.max_feature_level)
+        return True
+
+    def restore(self, key, before) -> None:
+        """Put a registration or a feature back to its before-image (LOG-10)."""
+        kind, name = key
+        table = self.brokers if kind == "broker" else self.features
+        if before is None:
+            table.pop(name, None)
+        elif kind == "broker":
+            self.brokers[name] = Registration(*before)
+        else:
+            self.features[name] = before
+
+    # ---- queries ------------------------------------------------------------------------
+
+    def is_active(self, broker_id: int) -> bool:
+        """Registered and not fenced: may stay leader (PART-3) and be in an ISR (ISR-8)."""
+        registration = self.brokers.get(broker_id)
+        return registration is not None and not registration.fenced

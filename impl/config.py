@@ -1,0 +1,42 @@
+"""The controller's configuration (CONF-1, CONF-2): timings, cluster id, finalized features."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+DEFAULT_CLUSTER_ID = "BzQ3d36UVz-6ojsUlsLasQ"
+_FEATURE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work; the message names the setting and its value."""
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    cluster_id: str = DEFAULT_CLUSTER_ID
+    heartbeat_interval_ms: int = 3000
+    session_timeout_ms: int = 18000
+    finalized_features: tuple[tuple[str, int, int], ...] = field(default=(("metadata.format", 1, 1),))
+
+    def __post_init__(self) -> None:
+        for setting, value in (
+            ("broker.heartbeat.interval.ms", self.heartbeat_interval_ms),
+            ("broker.session.timeout.ms", self.session_timeout_ms),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"{setting} must be a positive integer, got {value!r}")
+        if self.session_timeout_ms <= self.heartbeat_interval_ms:
+            raise ConfigError(
+                f"broker.session.timeout.ms ({self.session_timeout_ms}) must be longer than "
+                f"broker.heartbeat.interval.ms ({self.heartbeat_interval_ms})"
+            )
+        if not self.cluster_id:
+            raise ConfigError("cluster.id must not be empty")
+        names = [name for name, _, _ in self.finalized_features]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"finalized features name a feature twice: {names}")
+        for name, low, high in self.finalized_features:
+            if not _FEATURE_NAME.match(name) or not 0 <= low <= high:
+                raise ConfigError(f"finalized feature {name!r} [{low}, {high}] is not a valid feature range")

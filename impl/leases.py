@@ -1,0 +1,109 @@
+"""Leases: the active controller's soft state about each registered broker (LEASE-7, LEASE-8,
+SHUT-1, LAO-1). Never logged; rebuilt with a fresh session for everyone at a failover (LEASE-14).
+
+Deadlines are ``last_contact + session timeout`` and contact times never go back, so
+deadlines arrive in order: a FIFO queue holds them, finding the next expiry costs O(1), and an
+entry made stale by later contact is dropped when it reaches the head. The lowest acknowledged
+offset (LAO-1) is a min-heap of (offset, broker, version) entries over unfenced brokers, made
+stale the same way.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+
+class Lease:
+    __slots__ = ("last_contact_ms", "metadata_offset", "in_controlled_shutdown", "shutdown_granted", "version")
+
+    def __init__(self, now_ms: int) -> None:
+        self.last_contact_ms = now_ms
+        self.metadata_offset = -1
+        self.in_controlled_shutdown = False
+        self.shutdown_granted = False
+        self.version = 0  # bumped whenever this broker's LAO entry goes stale
+
+
+class LeaseManager:
+    __slots__ = ("session_timeout_ms", "leases", "deadlines", "acknowledged", "unfenced")
+
+    def __init__(self, session_timeout_ms: int) -> None:
+        self.session_timeout_ms = session_timeout_ms
+        self.leases: dict[int, Lease] = {}
+        self.deadlines: deque[tuple[int, int]] = deque()  # (deadline, broker), in deadline order
+        self.acknowledged: list[tuple[int, int, int]] = []  # heap of (offset, broker, version)
+        self.unfenced: set[int] = set()
+
+    def start(self, broker_id: int, now_ms: int, fenced: bool) -> Lease:
+        """A fresh lease: a new registration (LEASE-7) or a new active controller (LEASE-14)."""
+        lease = Lease(now_ms)
+        old = self.leases.get(broker_id)
+        if old is not None:
+            lease.version = old.version + 1
+        self.leases[broker_id] = lease
+        self.deadlines.append((now_ms + self.session_timeout_ms, broker_id))
+        self.set_fenced(broker_id, fenced)
+        return lease
+
+    def remove(self, broker_id: int) -> None:
+        lease = self.leases.pop(broker_id, None)
+        if lease is not None:
+            lease.version += 1
+        self.unfenced.discard(broker_id)
+
+    def touch(self, broker_id: int, now_ms: int, metadata_offset: int | None = None) -> Lease:
+        """LEASE-7: contact at ``now_ms``, with the offset a heartbeat reports (if any)."""
+        lease = self.leases[broker_id]
+        lease.last_contact_ms = now_ms
+        self.deadlines.append((now_ms + self.session_timeout_ms, broker_id))
+        if metadata_offset is not None and metadata_offset != lease.metadata_offset:
+            lease.metadata_offset = metadata_offset
+            lease.version += 1
+            if broker_id in self.unfenced:
+                heapq.heappush(self.acknowledged, (metadata_offset, broker_id, lease.version))
+        return lease
+
+    def set_fenced(self, broker_id: int, fenced: bool) -> None:
+        """Follow the registration's fenced flag (called as fence records replay on the active controller)."""
+        lease = self.leases.get(broker_id)
+        if lease is None:
+            return
+        if fenced:
+            self.unfenced.discard(broker_id)
+            lease.version += 1
+            lease.in_controlled_shutdown = False  # SHUT-1: fencing ends a controlled shutdown
+        elif broker_id not in self.unfenced:
+            self.unfenced.add(broker_id)
+            lease.version += 1
+            heapq.heappush(self.acknowledged, (lease.metadata_offset, broker_id, lease.version))
+
+    def expired(self, now_ms: int) -> list[int]:
+        """LEASE-8: unfenced brokers whose deadline is at or before ``now_ms``, by deadline then id (DEC-7, DEC-25)."""
+        lapsed = []
+        deadlines, leases, timeout = self.deadlines, self.leases, self.session_timeout_ms
+        while deadlines and deadlines[0][0] <= now_ms:
+            deadline, broker_id = deadlines.popleft()
+            lease = leases.get(broker_id)
+            if lease is None or lease.last_contact_ms + timeout != deadline:
+                continue  # a later contact moved the deadline, or the broker is gone
+            if broker_id in self.unfenced:
+                lapsed.append((deadline, broker_id))
+        return [b for _, b in sorted(lapsed)]
+
+    def claimed(self, broker_id: int, now_ms: int) -> bool:
+        """REG-4: the registration still holds its id (recent contact, not let go by ShouldShutDown while fenced)."""
+        lease = self.leases[broker_id]
+        let_go = lease.shutdown_granted and broker_id not in self.unfenced
+        return now_ms < lease.last_contact_ms + self.session_timeout_ms and not let_go
+
+    def lowest_acknowledged_offset(self, committed_offset: int) -> int:
+        """LAO-1: the lowest recorded offset among unfenced brokers; the committed offset if none is."""
+        heap, leases = self.acknowledged, self.leases
+        while heap:
+            offset, broker_id, version = heap[0]
+            lease = leases.get(broker_id)
+            if lease is not None and lease.version == version and broker_id in self.unfenced:
+                return offset
+            heapq.heappop(heap)
+        return committed_offset

@@ -1,0 +1,144 @@
+"""impl's record and message classes, generated from spec/schemas at import time.
+
+impl is written independently of kraftspec.model: its classes come straight from the
+schemas, the single source both share. Every record type and every request and response
+gets a slotted class whose attributes are the schema's fields in snake case
+(``BrokerEpoch`` -> ``broker_epoch``), whose keyword arguments default to the schema's
+defaults, and whose nested struct arrays are classes of their own, reachable as attributes
+(``RegisterBrokerRecord.BrokerEndpoint``, ``AlterIsrRequest.PartitionData``).
+
+Conventions the codec and the controller keep: arrays are tuples, UUIDs are ``uuid.UUID``,
+and an object is never changed after it is built.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from typing import Any
+from uuid import UUID
+
+from kraftspec.spec.schemas import record_schemas, rpc_schemas
+
+ZERO_UUID = UUID(int=0)
+_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def snake_case(name: str) -> str:
+    return _SNAKE.sub("_", name).lower()
+
+
+def default_value(field: dict[str, Any]) -> Any:
+    """The value a field has when it is not given: the schema's default, else Kafka's zero value."""
+    kind, raw = field["type"], field.get("default")
+    if raw == "null":
+        return None
+    if kind.startswith("[]"):
+        return ()
+    if kind == "bool":
+        return raw == "true"
+    if kind in ("int8", "int16", "int32", "int64", "uint16"):
+        return int(raw) if raw is not None else 0
+    if kind == "float64":
+        return float(raw) if raw is not None else 0.0
+    if kind == "uuid":
+        return ZERO_UUID
+    if kind == "bytes":
+        return b""
+    return raw if raw is not None else ""
+
+
+class Struct:
+    """Base of every generated class: equality and repr over the fields, in schema order."""
+
+    __slots__ = ()
+    FIELDS: tuple[str, ...] = ()
+    SCHEMA_FIELDS: tuple[dict[str, Any], ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self.FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and not meant as keys
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
+
+
+def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = None) -> type:
+    """A slotted class for a schema struct: ``__init__`` takes every field by keyword, in order."""
+    names = tuple(snake_case(f["name"]) for f in fields)
+    for n in names:
+        if keyword.iskeyword(n):
+            raise ValueError(f"{name}: field {n!r} is a Python keyword")
+    defaults = {n: default_value(f) for n, f in zip(names, fields)}
+    params = ", ".join(f"{n}=_d_{n}" for n in names)
+    body = "\n".join(f"    self.{n} = {n}" for n in names) or "    pass"
+    namespace = {f"_d_{n}": v for n, v in defaults.items()}
+    exec(f"def __init__(self, {params}):\n{body}\n", namespace)  # noqa: S102 - generated from the schema
+    cls = type(name, (Struct,), {"__slots__": names, "__init__": namespace["__init__"], "FIELDS": names})
+    cls.SCHEMA_FIELDS = tuple(fields)
+    cls.__qualname__ = qualname or name
+    for f in fields:
+        if f["type"].startswith("[]") and "fields" in f:
+            struct_name = f["type"][2:]
+            setattr(cls, struct_name, make_class(struct_name, f["fields"], f"{cls.__qualname__}.{struct_name}"))
+    return cls
+
+
+def _build() -> tuple[dict[int, type], dict[str, type]]:
+    records = {}
+    for api_key, schema in sorted(record_schemas().items()):
+        cls = make_class(schema["name"], schema["fields"])
+        cls.API_KEY = api_key
+        cls.VALID_VERSIONS = schema["validVersions"]
+        records[api_key] = cls
+    messages = {}
+    for name, schema in sorted(rpc_schemas().items()):
+        cls = make_class(name, schema["fields"])
+        cls.API_KEY = schema["apiKey"]
+        cls.VALID_VERSIONS = schema["validVersions"]
+        messages[name] = cls
+    return records, messages
+
+
+RECORD_CLASSES, MESSAGE_CLASSES = _build()
+"""Record type -> class, and message name -> class."""
+
+globals().update({cls.__name__: cls for cls in RECORD_CLASSES.values()})
+globals().update(MESSAGE_CLASSES)
+
+# Named here so that readers and tools see what this module provides.
+RegisterBrokerRecord = RECORD_CLASSES[0]
+UnregisterBrokerRecord = RECORD_CLASSES[1]
+TopicRecord = RECORD_CLASSES[2]
+PartitionRecord = RECORD_CLASSES[3]
+ConfigRecord = RECORD_CLASSES[4]
+PartitionChangeRecord = RECORD_CLASSES[5]
+AccessControlRecord = RECORD_CLASSES[6]
+FenceBrokerRecord = RECORD_CLASSES[7]
+UnfenceBrokerRecord = RECORD_CLASSES[8]
+RemoveTopicRecord = RECORD_CLASSES[9]
+DelegationTokenRecord = RECORD_CLASSES[10]
+UserScramCredentialRecord = RECORD_CLASSES[11]
+FeatureLevelRecord = RECORD_CLASSES[12]
+FailedReplicasRecord = RECORD_CLASSES[13]
+QuotaRecord = RECORD_CLASSES[14]
+
+BrokerRegistrationRequest = MESSAGE_CLASSES["BrokerRegistrationRequest"]
+BrokerRegistrationResponse = MESSAGE_CLASSES["BrokerRegistrationResponse"]
+BrokerHeartbeatRequest = MESSAGE_CLASSES["BrokerHeartbeatRequest"]
+BrokerHeartbeatResponse = MESSAGE_CLASSES["BrokerHeartbeatResponse"]
+UnregisterBrokerRequest = MESSAGE_CLASSES["UnregisterBrokerRequest"]
+UnregisterBrokerResponse = MESSAGE_CLASSES["UnregisterBrokerResponse"]
+AlterIsrRequest = MESSAGE_CLASSES["AlterIsrRequest"]
+AlterIsrResponse = MESSAGE_CLASSES["AlterIsrResponse"]
+CreateTopicsRequest = MESSAGE_CLASSES["CreateTopicsRequest"]
+CreateTopicsResponse = MESSAGE_CLASSES["CreateTopicsResponse"]
+DeleteTopicsRequest = MESSAGE_CLASSES["DeleteTopicsRequest"]
+DeleteTopicsResponse = MESSAGE_CLASSES["DeleteTopicsResponse"]
+AlterPartitionReassignmentsRequest = MESSAGE_CLASSES["AlterPartitionReassignmentsRequest"]
+AlterPartitionReassignmentsResponse = MESSAGE_CLASSES["AlterPartitionReassignmentsResponse"]
+ListPartitionReassignmentsRequest = MESSAGE_CLASSES["ListPartitionReassignmentsRequest"]
+ListPartitionReassignmentsResponse = MESSAGE_CLASSES["ListPartitionReassignmentsResponse"]

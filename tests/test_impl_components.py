@@ -1,0 +1,194 @@
+"""impl's components on their own: leases, the journal, the partition index, the builder, and
+the controller's failover in the middle of pending writes."""
+
+from uuid import UUID
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kraftspec.impl.builder import build_change, elect, reassignment_complete
+from kraftspec.impl.config import ControllerConfig
+from kraftspec.impl.controller import Controller
+from kraftspec.impl.errors import Error
+from kraftspec.impl.journal import Journal
+from kraftspec.impl.leases import LeaseManager
+from kraftspec.impl.messages import (
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    CreateTopicsRequest,
+    PartitionChangeRecord,
+    PartitionRecord,
+    TopicRecord,
+    UnregisterBrokerRequest,
+)
+from kraftspec.impl.replication import ReplicationControl
+
+T = UUID(int=7)
+FEATURES = (BrokerRegistrationRequest.Feature(name="metadata.format", min_supported_version=1, max_supported_version=1),)
+
+
+# ---- leases -------------------------------------------------------------------------------
+
+
+def test_leases_lapse_by_deadline_then_id_and_later_contact_moves_them():
+    """LEASE-8, DEC-7, DEC-25 in the deadline queue."""
+    leases = LeaseManager(session_timeout_ms=100)
+    for b in (3, 1, 2):
+        leases.start(b, 0, fenced=False)
+    leases.touch(2, 50)
+    assert leases.expired(99) == []
+    assert leases.expired(100) == [1, 3]  # same deadline: by id; 2's deadline moved to 150
+    assert leases.expired(149) == []
+    assert leases.expired(150) == [2]
+
+
+def test_fenced_brokers_do_not_lapse_but_keep_their_claim():
+    """LEASE-8 (unfenced only), REG-4 (contact while fenced still claims the id)."""
+    leases = LeaseManager(session_timeout_ms=100)
+    leases.start(1, 0, fenced=True)
+    assert leases.expired(1000) == []
+    leases.touch(1, 500)
+    assert leases.claimed(1, 599) and not leases.claimed(1, 600)
+
+
+def test_lowest_acknowledged_offset_over_unfenced_brokers():
+    """LAO-1."""
+    leases = LeaseManager(session_timeout_ms=100)
+    for b in (1, 2, 3):
+        leases.start(b, 0, fenced=False)
+    leases.touch(1, 1, 10)
+    leases.touch(2, 1, 7)
+    leases.touch(3, 1, 12)
+    assert leases.lowest_acknowledged_offset(99) == 7
+    leases.set_fenced(2, True)
+    assert leases.lowest_acknowledged_offset(99) == 10
+    leases.touch(1, 2, 20)
+    assert leases.lowest_acknowledged_offset(99) == 12
+    for b in (1, 3):
+        leases.set_fenced(b, True)
+    assert leases.lowest_acknowledged_offset(99) == 99
+    leases.set_fenced(2, False)
+    assert leases.lowest_acknowledged_offset(99) == 7
+
+
+# ---- journal ------------------------------------------------------------------------------
+
+
+def test_journal_keeps_before_images_per_batch_until_commit():
+    journal = Journal()
+    journal.open_batch()
+    journal.remember("a", lambda: 1)
+    journal.remember("a", lambda: 2)  # the first image of a batch wins
+    journal.close_batch(5)
+    journal.open_batch()
+    journal.remember("a", lambda: 3)
+    journal.remember("b", lambda: None)
+    journal.close_batch(9)
+    assert journal.committed_image("a") == 1 and journal.committed_image("b") is None
+    assert list(journal.undo_order()) == [("b", None), ("a", 3), ("a", 1)]
+    journal.commit(5)
+    assert journal.committed_image("a") == 3
+    journal.commit(9)
+    assert journal.committed_image("a", missing="live") == "live"
+
+
+# ---- the partition index ----------------------------------------------------------------------
+
+
+def index_is_right(replication: ReplicationControl) -> bool:
+    replica_of, leaderships, reassigning = {}, {}, set()
+    for topic in replication.topics.values():
+        for p in topic.partitions:
+            for b in p.replicas:
+                replica_of.setdefault(b, set()).add(p)
+            if p.leader != -1:
+                leaderships[p.leader] = leaderships.get(p.leader, 0) + 1
+            if p.reassigning:
+                reassigning.add(p)
+    return (replica_of, leaderships, reassigning) == (replication.replica_of, replication.leaderships, replication.reassigning)
+
+
+lists = st.lists(st.integers(0, 6), max_size=5, unique=True).map(tuple)
+
+
+@given(st.lists(st.tuples(lists, lists, st.sampled_from([-2, -1, 0, 1, 2, 3]), lists, lists), max_size=20))
+def test_the_index_follows_every_change_and_undo_restores_it(changes):
+    """The broker -> partitions index, leadership counts and reassigning set stay exact, through
+    changes and through undoing them (LOG-10)."""
+    journal = Journal()
+    replication = ReplicationControl(journal)
+    replication.replay_topic(TopicRecord(topic_name="t", topic_id=T))
+    replication.replay_partition(PartitionRecord(partition_id=0, topic_id=T, replicas=(1, 2, 3), isr=(1, 2), leader=1))
+    before = replication.topics[T].partitions[0].fields()
+    journal.open_batch()
+    for isr, replicas, leader, removing, adding in changes:
+        replication.replay_partition_change(PartitionChangeRecord(
+            partition_id=0, topic_id=T, isr=isr or None, leader=leader, replicas=replicas or None,
+            removing_replicas=removing or None, adding_replicas=adding or None,
+        ))
+        assert index_is_right(replication)
+    journal.close_batch(100)
+    for key, image in journal.undo_order():
+        replication.restore(key, image)
+    assert replication.topics[T].partitions[0].fields() == before and index_is_right(replication)
+
+
+# ---- the builder ------------------------------------------------------------------------------
+
+
+def test_builder_elects_in_preferred_order_and_completes_reassignments():
+    """PART-4, REASSIGN-6."""
+    assert elect((3, 1, 2), (1, 2), lambda b: b != 1) == 2
+    assert reassignment_complete((1, 2, 3, 4, 5), (1, 2, 3, 4, 5), (4, 5), (1, 2))
+    assert not reassignment_complete((1, 2, 3, 4, 5), (1, 2, 3, 4), (4, 5), (1, 2))
+    journal = Journal()
+    replication = ReplicationControl(journal)
+    replication.replay_topic(TopicRecord(topic_name="t", topic_id=T))
+    replication.replay_partition(PartitionRecord(
+        partition_id=0, topic_id=T, replicas=(1, 2, 3, 4, 5), isr=(1, 2, 3, 4), removing_replicas=(1, 2),
+        adding_replicas=(4, 5), leader=1))
+    p = replication.topics[T].partitions[0]
+    record = build_change(p, lambda b: True, lambda b: True, isr=(1, 2, 3, 4, 5))
+    assert (record.isr, record.leader, record.replicas, record.removing_replicas, record.adding_replicas) == (
+        (3, 4, 5), 3, (3, 4, 5), (), ())
+    assert build_change(p, lambda b: True, lambda b: True) is None  # nothing changes: no record
+
+
+# ---- the controller ---------------------------------------------------------------------------
+
+
+def registration(broker_id: int):
+    return BrokerRegistrationRequest(
+        broker_id=broker_id, cluster_id=ControllerConfig().cluster_id, incarnation_id=UUID(int=100 + broker_id),
+        current_metadata_offset=-1, features=FEATURES,
+    )
+
+
+def test_failover_in_the_middle_of_pending_writes():
+    """LOG-10, RPC-3: every waiting write is answered NOT_CONTROLLER in arrival order; the state is
+    the committed one; the dropped offsets are given out again."""
+    controller = Controller()
+    for b in (1, 2):
+        controller.handle_request(registration(b))
+    controller.commit(controller.log_end_offset)
+    for b in (1, 2):
+        epoch = controller.state.cluster.brokers[b].epoch
+        controller.handle_request(BrokerHeartbeatRequest(broker_id=b, broker_epoch=epoch, current_metadata_offset=controller.committed_offset), 1)
+    controller.commit(controller.log_end_offset)
+    committed = list(controller.committed_records())
+    end = controller.log_end_offset
+    topic = CreateTopicsRequest.CreatableTopic(name="t", topic_id=T, num_partitions=2, replication_factor=2)
+    waiting = [
+        controller.handle_request(CreateTopicsRequest(topics=(topic,))).seq,
+        controller.handle_request(registration(3)).seq,
+        controller.handle_request(UnregisterBrokerRequest(broker_id=1)).seq,
+    ]
+    assert controller.log_end_offset > end and len(controller.pending) == 3
+    outcome = controller.failover()
+    assert [r.seq for r in outcome.replies] == waiting
+    assert outcome.replies[0].response.topics[0].error_code == Error.NOT_CONTROLLER
+    assert [r.response.error_code for r in outcome.replies[1:]] == [Error.NOT_CONTROLLER] * 2
+    assert list(controller.committed_records()) == committed and controller.log_end_offset == end
+    assert set(controller.state.cluster.brokers) == {1, 2} and controller.state.replication.topics == {}
+    again = controller.handle_request(registration(3))
+    assert again.batches[0][0] == end  # offsets of the dropped tail are given out again
