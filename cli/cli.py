@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="broker.session.timeout.ms (default 18000)",
     )
     explain.add_argument("--no-legend", action="store_true", help="leave out the closing list of the rules that fired")
+
+    from kraftspec.bench import add_parser as add_bench
+
+    add_bench(commands)
     return parser
 
 
@@ -71,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.explain import explain
 
             return explain(args, parser)
+        if args.command == "bench":
+            from kraftspec.bench import run
+
+            return run(args)
     except BrokenPipeError:  # e.g. `kraftspec explain | head`
         sys.stderr.close()
         return 0

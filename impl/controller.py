@@ -10,10 +10,13 @@ response waits for its commit (LOG-7). A failover restores the committed state f
 
 from __future__ import annotations
 
+import os
 from collections import deque
+from pathlib import Path
 from uuid import UUID
 
 from .builder import UNSET, build_change, elect
+from .codec import decode_record, encode_record
 from .config import ControllerConfig
 from .errors import Error
 from .leases import LeaseManager
@@ -46,6 +49,9 @@ from .messages import (
 )
 from .replication import NO_LEADER, Partition
 from .state import MetadataState
+from .storage import DiskLog, SnapshotStore, plan_rebuild
+
+SNAPSHOTS_KEPT = 2  # STORAGE.md: keep two, and the log from the older one on
 
 HEARTBEAT_VERSIONS = (0, 1)
 MAX_TOPIC_NAME = 249
@@ -107,12 +113,15 @@ def error_response(request, error: int):
 class Controller:
     """The active controller of kraftspec's impl."""
 
-    def __init__(self, config: ControllerConfig | None = None, now_ms: int = 0) -> None:
+    def __init__(self, config: ControllerConfig | None = None, now_ms: int = 0, *, bootstrap: bool = True) -> None:
         self.config = config or ControllerConfig()
         self.now_ms = now_ms
         self.state = MetadataState()
         self.leases = LeaseManager(self.config.session_timeout_ms)
-        self.batches: deque[tuple[int, tuple]] = deque()  # the log after the snapshot
+        self.batches: deque[tuple[int, tuple]] = deque()  # the uncommitted batches
+        self.disk: DiskLog | None = None
+        self.snapshots: SnapshotStore | None = None
+        self.startup: dict[str, object] = {}  # what opening a directory found (recovery, snapshot problems)
         self.log_start_offset = 0
         self.log_end_offset = 0
         self.committed_offset = 0
@@ -129,7 +138,48 @@ class Controller:
             DeleteTopicsRequest: self._delete_topics,
             AlterPartitionReassignmentsRequest: self._alter_reassignments,
         }
-        self._bootstrap()
+        if bootstrap:
+            self._bootstrap()
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike, config: ControllerConfig | None = None, now_ms: int = 0) -> "Controller":
+        """An active controller on a metadata log directory (``metadata.log.dir``).
+
+        A new directory is formatted with the bootstrap batch (LOG-14). Otherwise the newest valid
+        snapshot is loaded and the committed records after it replayed (LOG-12); what was not
+        committed is dropped, as at a failover (LOG-10). ``startup`` reports what recovery cut
+        and which snapshots were skipped, by path and reason.
+        """
+        directory = Path(directory)
+        disk = DiskLog(directory / "log")
+        snapshots = SnapshotStore(directory / "snapshots")
+        fresh = disk.end_offset == 0 and not snapshots.list()
+        controller = cls(config, now_ms, bootstrap=False)
+        controller.disk, controller.snapshots = disk, snapshots
+        if fresh:
+            controller._bootstrap()
+            return controller
+        rebuild = plan_rebuild(disk, snapshots)
+        replay = controller.state.replay
+        for frame in rebuild.frames():
+            replay(decode_record(frame)[0])
+        committed = rebuild.to_offset
+        if disk.end_offset > committed:
+            disk.truncate(committed)  # the uncommitted tail, as at a failover
+        controller.log_start_offset = rebuild.snapshot.end_offset if rebuild.snapshot else disk.start_offset
+        controller.log_end_offset = controller.committed_offset = committed
+        for broker_id, registration in sorted(controller.state.cluster.brokers.items()):
+            controller.leases.start(broker_id, now_ms, registration.fenced)  # LEASE-14
+        controller.startup = {
+            "recovery": disk.recovery,
+            "snapshot": rebuild.snapshot.path if rebuild.snapshot else None,
+            "snapshot_problems": rebuild.snapshot_problems,
+        }
+        return controller
+
+    def close(self) -> None:
+        if self.disk is not None:
+            self.disk.close()
 
     def _bootstrap(self) -> None:
         """LOG-14: the finalized features, by name, as the first batch, committed."""
@@ -168,6 +218,8 @@ class Controller:
         self.log_end_offset = base + len(records)
         self.state.journal.close_batch(self.log_end_offset)
         self.batches.append(batch)
+        if self.disk is not None:
+            self.disk.append(base, [encode_record(r) for r in records])
         return batch
 
     # ---- the event interface ------------------------------------------------------------------
@@ -220,8 +272,14 @@ class Controller:
         return Outcome(replies=self._release())
 
     def _commit_to(self, offset: int) -> None:
+        if self.disk is not None:  # STORAGE.md: synced before it counts as committed
+            self.disk.sync()
+            self.disk.write_committed_offset(offset)
         self.committed_offset = offset
         self.state.journal.commit(offset)
+        batches = self.batches
+        while batches and batches[0][0] + len(batches[0][1]) <= offset:
+            batches.popleft()  # committed: the log (or nothing, in memory) keeps them
 
     def _release(self) -> tuple[Reply, ...]:
         """LOG-7: release, in arrival order, the responses whose offset has committed."""
@@ -235,8 +293,9 @@ class Controller:
     def failover(self) -> Outcome:
         """LOG-10: undo the uncommitted tail, answer what waited NOT_CONTROLLER, fresh leases (LEASE-14)."""
         self.state.undo_uncommitted()
-        while self.batches and self.batches[-1][0] >= self.committed_offset:
-            self.batches.pop()
+        self.batches.clear()
+        if self.disk is not None:
+            self.disk.truncate(self.committed_offset)
         self.log_end_offset = self.committed_offset
         replies = tuple(
             Reply(seq, request, version, error_response(request, Error.NOT_CONTROLLER))
@@ -249,11 +308,17 @@ class Controller:
         return Outcome(replies=replies)
 
     def take_snapshot(self) -> Outcome:
-        """LOG-11: the committed state as its minimal records; the log before it is dropped."""
-        self.snapshot = (self.committed_offset, tuple(self.committed_records()))
-        while self.batches and self.batches[0][0] < self.committed_offset:
-            self.batches.popleft()
-        self.log_start_offset = self.committed_offset
+        """LOG-11: the committed state as its minimal records; the log before it may go."""
+        end = self.committed_offset
+        if self.snapshots is None:
+            self.snapshot = (end, tuple(self.committed_records()))
+        else:
+            self.snapshots.write(end, (encode_record(r) for r in self.committed_records()))
+            kept = self.snapshots.list()[-SNAPSHOTS_KEPT:]
+            self.snapshots.delete_older_than(kept[0].end_offset)
+            self.disk.delete_before(kept[0].end_offset)
+            self.snapshot = (end, None)
+        self.log_start_offset = end
         return Outcome()
 
     # ---- the committed state ------------------------------------------------------------------

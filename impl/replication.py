@@ -56,6 +56,22 @@ class Partition:
         return bool(self.adding_replicas or self.removing_replicas)
 
 
+_BROKER_LISTS: dict[tuple, tuple] = {}
+_BROKER_LISTS_MAX = 1 << 16
+
+
+def shared(brokers: tuple) -> tuple:
+    """One tuple object for every equal list of brokers: a large cluster has far fewer distinct
+    replica lists and ISRs than partitions, and a tuple of three costs 64 bytes each time."""
+    found = _BROKER_LISTS.get(brokers)
+    if found is not None:
+        return found
+    if len(_BROKER_LISTS) >= _BROKER_LISTS_MAX:
+        _BROKER_LISTS.clear()
+    _BROKER_LISTS[brokers] = brokers
+    return brokers
+
+
 PARTITION_ORDER = attrgetter("topic.name", "partition_id")
 """Partition order (PART-5) as a sort key, evaluated in C."""
 
@@ -171,8 +187,9 @@ class ReplicationControl:
                          record.leader, record.leader_epoch, record.partition_epoch)
             return True
         self.journal.remember(key, lambda: None)
-        partition = Partition(topic, record.partition_id, record.replicas, record.isr, record.removing_replicas,
-                              record.adding_replicas, record.leader, record.leader_epoch, record.partition_epoch)
+        partition = Partition(topic, record.partition_id, shared(record.replicas), shared(record.isr),
+                              shared(record.removing_replicas), shared(record.adding_replicas), record.leader,
+                              record.leader_epoch, record.partition_epoch)
         topic.partitions.append(partition)
         self._index(partition)
         return True
@@ -187,10 +204,10 @@ class ReplicationControl:
         leader = partition.leader if record.leader == NO_LEADER_CHANGE else record.leader
         self._assign(
             partition,
-            partition.replicas if record.replicas is None else record.replicas,
-            partition.isr if record.isr is None else record.isr,
-            partition.removing_replicas if record.removing_replicas is None else record.removing_replicas,
-            partition.adding_replicas if record.adding_replicas is None else record.adding_replicas,
+            partition.replicas if record.replicas is None else shared(record.replicas),
+            partition.isr if record.isr is None else shared(record.isr),
+            partition.removing_replicas if record.removing_replicas is None else shared(record.removing_replicas),
+            partition.adding_replicas if record.adding_replicas is None else shared(record.adding_replicas),
             leader,
             partition.leader_epoch + (record.leader != NO_LEADER_CHANGE),
             partition.partition_epoch + 1,

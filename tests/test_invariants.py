@@ -10,33 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cluster import Cluster
-from kraftspec.model import Commit, Failover, TakeSnapshot, Tick, step
+from events import draw_event, draw_mix, warm_cluster
+from kraftspec.model import Tick, step
 from kraftspec.model.controller import StepResult
-from kraftspec.model.events import Event
 from kraftspec.model.invariants import STATE_INVARIANTS, STEP_INVARIANTS, violations
-from kraftspec.model.messages import (
-    AlterIsrPartition,
-    AlterIsrRequest,
-    AlterIsrTopic,
-    AlterPartitionReassignmentsRequest,
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationRequest,
-    CreatableTopic,
-    CreateTopicsRequest,
-    DeleteTopicsRequest,
-    Feature,
-    ListedTopic,
-    ListPartitionReassignmentsRequest,
-    ReassignablePartition,
-    ReassignableTopic,
-    ReplicaAssignment,
-    UnregisterBrokerRequest,
-)
+from kraftspec.model.messages import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from kraftspec.model.records import RegisterBrokerRecord
 from kraftspec.model.state import Batch, Lease, Reply
-
-from events import draw_event, draw_mix, warm_cluster
 
 
 def healthy() -> Cluster:
