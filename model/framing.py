@@ -126,12 +126,15 @@ def _encode_value(value: Any, field: dict[str, Any], version: int) -> bytes:
 
 
 class _Reader:
-    def __init__(self, data: bytes):
+    """Reads ``data[pos:end]``; positions in errors are offsets into the whole of ``data``."""
+
+    def __init__(self, data: bytes, pos: int = 0, end: int | None = None):
         self.data = data
-        self.pos = 0
+        self.pos = pos
+        self.end = len(data) if end is None else end
 
     def remaining(self) -> int:
-        return len(self.data) - self.pos
+        return self.end - self.pos
 
     def take(self, n: int, what: str) -> bytes:
         if n > self.remaining():
@@ -143,7 +146,7 @@ class _Reader:
     def uvarint(self, what: str) -> int:
         start, value = self.pos, 0
         for i in range(MAX_VARINT_BYTES):
-            if self.pos >= len(self.data):
+            if self.pos >= self.end:
                 raise FrameError(start, f"{what}: varint runs past the end")
             byte = self.data[self.pos]
             self.pos += 1
@@ -195,11 +198,12 @@ def _decode_struct(reader: _Reader, fields: list[dict[str, Any]], version: int, 
             raise FrameError(at, f"{where}: tag {tag} out of order")
         previous = tag
         size = reader.uvarint(f"{where} tag {tag} size")
-        chunk = reader.take(size, f"{where} tag {tag}")
+        start = reader.pos
+        reader.take(size, f"{where} tag {tag}")
         field = tagged.get(tag)
         if field is None:
             continue  # an unknown tagged field is skipped (KIP-482)
-        inner = _Reader(chunk)
+        inner = _Reader(reader.data, start, start + size)
         values[snake_case(field["name"])] = _decode_value(inner, field, version, f"{where}.{field['name']}")
         if inner.remaining():
             raise FrameError(at, f"{where}: tag {tag} has {inner.remaining()} bytes too many")

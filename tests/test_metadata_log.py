@@ -269,3 +269,14 @@ def test_log_17_feature_level_replay_sets_the_finalized_range():
     """LOG-17."""
     image = replay(MetadataImage(), FeatureLevelRecord("metadata.format", 1, 3))
     assert (image.features["metadata.format"].min_level, image.features["metadata.format"].max_level) == (1, 3)
+
+
+def test_log_2_an_error_inside_a_tagged_field_names_its_offset_in_the_whole_record():
+    """LOG-2: the byte offset counts from the start of the frame, inside tagged fields too."""
+    good = encode_record(PartitionChangeRecord(0, T, isr=(1, 2)))
+    # the ISR is tag 0: ... 01 (one tag) 00 (tag 0) 0a (10 bytes) 03 (two elements) ...; claim 200 elements
+    at = good.index(bytes([0x01, 0x00, 0x09, 0x03])) + 3
+    bad = good[:at] + bytes([0xC9, 0x01]) + good[at + 1 :]
+    with pytest.raises(FrameError) as caught:
+        decode_record(bad)
+    assert caught.value.offset == at  # the length varint, counted from the start of the frame
