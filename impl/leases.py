@@ -11,6 +11,7 @@ stale the same way.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import deque
 
 
@@ -22,11 +23,11 @@ class Lease:
         self.metadata_offset = -1
         self.in_controlled_shutdown = False
         self.shutdown_granted = False
-        self.version = 0  # bumped whenever this broker's LAO entry goes stale
+        self.version = 0  # changed whenever this broker's LAO entry goes stale; unique across leases
 
 
 class LeaseManager:
-    __slots__ = ("session_timeout_ms", "leases", "deadlines", "acknowledged", "unfenced")
+    __slots__ = ("session_timeout_ms", "leases", "deadlines", "acknowledged", "unfenced", "_versions")
 
     def __init__(self, session_timeout_ms: int) -> None:
         self.session_timeout_ms = session_timeout_ms
@@ -34,22 +35,21 @@ class LeaseManager:
         self.deadlines: deque[tuple[int, int]] = deque()  # (deadline, broker), in deadline order
         self.acknowledged: list[tuple[int, int, int]] = []  # heap of (offset, broker, version)
         self.unfenced: set[int] = set()
+        # one counter for every lease, so that an entry left by an earlier lease of the same broker
+        # (before it was unregistered and registered again) can never pass for a current one
+        self._versions = itertools.count(1)
 
     def start(self, broker_id: int, now_ms: int, fenced: bool) -> Lease:
         """A fresh lease: a new registration (LEASE-7) or a new active controller (LEASE-14)."""
         lease = Lease(now_ms)
-        old = self.leases.get(broker_id)
-        if old is not None:
-            lease.version = old.version + 1
+        lease.version = next(self._versions)
         self.leases[broker_id] = lease
         self.deadlines.append((now_ms + self.session_timeout_ms, broker_id))
         self.set_fenced(broker_id, fenced)
         return lease
 
     def remove(self, broker_id: int) -> None:
-        lease = self.leases.pop(broker_id, None)
-        if lease is not None:
-            lease.version += 1
+        self.leases.pop(broker_id, None)
         self.unfenced.discard(broker_id)
 
     def touch(self, broker_id: int, now_ms: int, metadata_offset: int | None = None) -> Lease:
@@ -59,7 +59,7 @@ class LeaseManager:
         self.deadlines.append((now_ms + self.session_timeout_ms, broker_id))
         if metadata_offset is not None and metadata_offset != lease.metadata_offset:
             lease.metadata_offset = metadata_offset
-            lease.version += 1
+            lease.version = next(self._versions)
             if broker_id in self.unfenced:
                 heapq.heappush(self.acknowledged, (metadata_offset, broker_id, lease.version))
         return lease
@@ -71,11 +71,11 @@ class LeaseManager:
             return
         if fenced:
             self.unfenced.discard(broker_id)
-            lease.version += 1
+            lease.version = next(self._versions)
             lease.in_controlled_shutdown = False  # SHUT-1: fencing ends a controlled shutdown
         elif broker_id not in self.unfenced:
             self.unfenced.add(broker_id)
-            lease.version += 1
+            lease.version = next(self._versions)
             heapq.heappush(self.acknowledged, (lease.metadata_offset, broker_id, lease.version))
 
     def expired(self, now_ms: int) -> list[int]:

@@ -16,14 +16,14 @@ from .messages import (
 from .partitions import partition_change
 from .records import PartitionChangeRecord
 from .replay import replay
-from .rules import cite
+from .rules import cite, reject
 from .state import ControllerState
 
 
 def handle_alter_isr(state: ControllerState, request: AlterIsrRequest) -> Decision:
     registration = state.image.brokers.get(request.broker_id)
     if registration is None or registration.epoch != request.broker_epoch:
-        cite("ISR-2")  # the whole request is refused
+        reject("ISR-2")  # the whole request is refused
         return Decision(response=AlterIsrResponse(Error.STALE_BROKER_EPOCH))
 
     cite("ISR-1")
@@ -46,7 +46,7 @@ def _alter_partition(state, requester, topic_id, entry: AlterIsrPartition, named
     image = state.image
 
     def refuse(rule: str, error: Error):
-        cite(rule)
+        reject(rule)
         return None, AlterIsrPartitionResult(entry.partition_index, error)
 
     partition = image.partitions.get((topic_id, entry.partition_index))
@@ -75,7 +75,7 @@ def _alter_partition(state, requester, topic_id, entry: AlterIsrPartition, named
     record = partition_change(image, state.leases, partition, isr=tuple(new_isr))
     after = replay(image, record).partitions[partition.key] if record is not None else partition
     if after.leader != requester:
-        cite("ISR-10")  # a completed reassignment removed the requester (REASSIGN-7)
+        reject("ISR-10")  # a completed reassignment removed the requester (REASSIGN-7)
         cite("REASSIGN-7")
         return record, AlterIsrPartitionResult(entry.partition_index, Error.FENCED_LEADER_EPOCH)
     if after.isr != tuple(new_isr):

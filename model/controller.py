@@ -49,7 +49,8 @@ class StepResult:
     """What one event did.
 
     ``batches`` were appended (with their offsets), ``replies`` were released (each naming
-    its request's sequence number), ``rules`` fired in the order they first did, and
+    its request's sequence number), ``rules`` fired in the order they first did,
+    ``rejected_by`` are the rules among them that refused a request or part of one, and
     ``seq`` is the sequence number the event got if it was a request.
     """
 
@@ -58,11 +59,12 @@ class StepResult:
     replies: tuple[Reply, ...] = ()
     rules: tuple[str, ...] = ()
     seq: int | None = None
+    rejected_by: tuple[str, ...] = ()
 
 
 def step(state: ControllerState, event: Event) -> StepResult:
     """Handle one event."""
-    with collecting() as fired:
+    with collecting() as log:
         if isinstance(event, REQUEST_TYPES):
             result = _request(state, event)
         elif isinstance(event, Tick):
@@ -77,7 +79,7 @@ def step(state: ControllerState, event: Event) -> StepResult:
             result = StepResult(take_snapshot(state))
         else:
             raise TypeError(f"not an event the model knows: {event!r}")
-    return StepResult(result.state, result.batches, result.replies, tuple(fired), result.seq)
+    return StepResult(result.state, result.batches, result.replies, tuple(log.fired), result.seq, tuple(log.rejected))
 
 
 def _request(state: ControllerState, request: Request) -> StepResult:

@@ -11,7 +11,7 @@ from .messages import BrokerHeartbeatRequest, BrokerHeartbeatResponse, error_res
 from .partitions import fence_broker, move_leaderships, unfence_broker
 from .records import Record
 from .replay import replay_all
-from .rules import cite
+from .rules import cite, reject
 from .state import ControllerState, Lease, MetadataImage
 
 SUPPORTED_HEARTBEAT_VERSIONS = (0, 1)  # RPC-1
@@ -52,17 +52,17 @@ def _status(
 def handle_broker_heartbeat(state: ControllerState, request: BrokerHeartbeatRequest) -> Decision:
     cite("LEASE-2")
     if request.version not in SUPPORTED_HEARTBEAT_VERSIONS:
-        cite("RPC-2")
+        reject("RPC-2")
         return Decision(response=error_response(evolve(request, version=0), Error.UNSUPPORTED_VERSION))
     registration = state.image.brokers.get(request.broker_id)
     if registration is None:
-        cite("LEASE-3")  # DEC-15
+        reject("LEASE-3")  # DEC-15
         return Decision(response=error_response(request, Error.BROKER_ID_NOT_REGISTERED))
     if request.broker_epoch != registration.epoch:
-        cite("LEASE-4")  # not contact: renews nothing
+        reject("LEASE-4")  # not contact: renews nothing
         return Decision(response=error_response(request, Error.STALE_BROKER_EPOCH))
     if request.current_metadata_offset < 0:
-        cite("LEASE-5")  # DEC-2: a broker that applied nothing sends 0
+        reject("LEASE-5")  # DEC-2: a broker that applied nothing sends 0
         return Decision(response=error_response(request, Error.INVALID_REQUEST))
     lease = state.leases[request.broker_id]
     if request.current_metadata_offset < lease.metadata_offset:

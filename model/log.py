@@ -16,7 +16,7 @@ from .records import (
     UnfenceBrokerRecord,
 )
 from .replay import replay_all
-from .rules import cite
+from .rules import cite, reject
 from .state import Batch, Config, ControllerState, Lease, MetadataImage, PendingReply, Reply, Snapshot
 
 
@@ -100,7 +100,8 @@ def failover(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]
         cite("LOG-12")  # the snapshot, then the committed records after it
     rebuilt = replay_all(MetadataImage(), state.snapshot.records if state.snapshot else ())
     rebuilt = replay_all(rebuilt, [r for b in batches for r in b.records])
-    cite("RPC-3")
+    if state.pending:
+        reject("RPC-3")  # every waiting request is refused
     replies = tuple(Reply(p.seq, p.request, error_response(p.request, Error.NOT_CONTROLLER)) for p in state.pending)
     cite("LEASE-14")  # DEC-28: soft state is lost; every registered broker gets a full session
     leases = {broker_id: Lease(state.now_ms) for broker_id in rebuilt.brokers}

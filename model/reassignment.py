@@ -18,7 +18,7 @@ from .messages import (
 )
 from .partitions import Leases, partition_change, reassignment_complete
 from .records import PartitionChangeRecord
-from .rules import cite
+from .rules import cite, reject
 from .state import ControllerState, MetadataImage, Partition
 
 
@@ -34,15 +34,15 @@ def handle_alter_partition_reassignments(state: ControllerState, request: AlterP
         for entry in topic.partitions:
             partition = image.partitions.get((known.topic_id, entry.partition_index)) if known else None
             if partition is None:
-                cite("REASSIGN-2")
+                reject("REASSIGN-2")
                 error, record = Error.UNKNOWN_TOPIC_OR_PARTITION, None
             elif named[(topic.name, entry.partition_index)] > 1:
-                cite("REASSIGN-2")
+                reject("REASSIGN-2")
                 error, record = Error.INVALID_REQUEST, None
             elif entry.replicas is None:
                 error, record = cancel_reassignment(image, state.leases, partition)
             elif not is_valid_target(image, entry.replicas):
-                cite("REASSIGN-3")
+                reject("REASSIGN-3")
                 error, record = Error.INVALID_REPLICA_ASSIGNMENT, None
             else:
                 error, record = Error.NONE, start_reassignment(image, state.leases, partition, tuple(entry.replicas))
@@ -82,10 +82,12 @@ def cancel_reassignment(
     """REASSIGN-8: revert to the replicas without the adding ones."""
     cite("REASSIGN-8")
     if not partition.is_reassigning:
+        reject("REASSIGN-8")
         return Error.NO_REASSIGNMENT_IN_PROGRESS, None
     replicas = tuple(r for r in partition.replicas if r not in partition.adding_replicas)
     isr = tuple(r for r in partition.isr if r not in partition.adding_replicas)
     if not isr:  # only adding replicas are in sync: reverting would lose committed data
+        reject("REASSIGN-8")
         return Error.INVALID_REPLICA_ASSIGNMENT, None
     record = partition_change(
         image, leases, partition, isr=isr, replicas=replicas, removing_replicas=(), adding_replicas=()

@@ -15,7 +15,7 @@ from .messages import (
 )
 from .partitions import unregister_broker
 from .records import BrokerEndpoint, BrokerFeature, RegisterBrokerRecord
-from .rules import cite
+from .rules import cite, reject
 from .state import ControllerState, Lease
 
 
@@ -49,10 +49,10 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
     cite("MEM-6")
     # CONF-3, DEC-11: broker ids are not checked against controller ids
     if is_malformed(request):
-        cite("REG-1")
+        reject("REG-1")
         return Decision(response=BrokerRegistrationResponse(Error.INVALID_REQUEST))
     if request.cluster_id != state.config.cluster_id:
-        cite("REG-2")
+        reject("REG-2")
         return Decision(response=BrokerRegistrationResponse(Error.INVALID_CLUSTER_ID))
 
     existing = state.image.brokers.get(request.broker_id)
@@ -69,10 +69,10 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
         # DEC-6: contact counts even while fenced, unless the broker was let go; DEC-7: lapses at the deadline
         given_up = lease.shutdown_granted and existing.fenced
         if state.now_ms < lease.deadline(state.config.session_timeout_ms) and not given_up:
-            cite("REG-4")
+            reject("REG-4")
             return Decision(response=BrokerRegistrationResponse(Error.DUPLICATE_BROKER_REGISTRATION))
     if not supports_finalized_features(state, request):
-        cite("REG-5")
+        reject("REG-5")
         return Decision(response=BrokerRegistrationResponse(Error.UNSUPPORTED_VERSION))
 
     cite("REG-6")

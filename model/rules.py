@@ -1,9 +1,10 @@
 """Rule citations: which rules of the spec fired while the model handled an event.
 
 Every branch of the model that decides something calls :func:`cite` with the rule id
-(``cite("LEASE-8")``). Outside a :func:`collecting` block a citation does nothing, so
-the model's functions stay pure; inside one, the ids are gathered in the order they
-first fired. ``controller.step`` opens the block, and its result lists the rules.
+(``cite("LEASE-8")``); a branch that refuses a request, or a part of one, calls :func:`reject`
+instead, which also records the rule as the one that refused. Outside a :func:`collecting`
+block both do nothing, so the model's functions stay pure; inside one, the ids are gathered in
+the order they first fired. ``controller.step`` opens the block, and its result lists the rules.
 """
 
 from __future__ import annotations
@@ -12,22 +13,41 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-_fired: ContextVar[list[str] | None] = ContextVar("kraftspec_fired_rules", default=None)
+from attrs import define, field
+
+
+@define
+class RuleLog:
+    """The rules that fired in one step, and those among them that refused something."""
+
+    fired: list[str] = field(factory=list)
+    rejected: list[str] = field(factory=list)
+
+
+_log: ContextVar[RuleLog | None] = ContextVar("kraftspec_rule_log", default=None)
 
 
 def cite(rule_id: str) -> None:
     """Record that rule ``rule_id`` decided something in the step being handled."""
-    fired = _fired.get()
-    if fired is not None and rule_id not in fired:
-        fired.append(rule_id)
+    log = _log.get()
+    if log is not None and rule_id not in log.fired:
+        log.fired.append(rule_id)
+
+
+def reject(rule_id: str) -> None:
+    """Record that rule ``rule_id`` refused a request, or a topic or partition of one."""
+    cite(rule_id)
+    log = _log.get()
+    if log is not None and rule_id not in log.rejected:
+        log.rejected.append(rule_id)
 
 
 @contextmanager
-def collecting() -> Iterator[list[str]]:
-    """Gather the rule ids cited inside the block, in the order they first fired."""
-    fired: list[str] = []
-    token = _fired.set(fired)
+def collecting() -> Iterator[RuleLog]:
+    """Gather the rules cited inside the block."""
+    log = RuleLog()
+    token = _log.set(log)
     try:
-        yield fired
+        yield log
     finally:
-        _fired.reset(token)
+        _log.reset(token)

@@ -19,7 +19,7 @@ from .messages import (
 from .partitions import Leases, is_eligible_leader
 from .records import PartitionRecord, Record, RemoveTopicRecord, TopicRecord
 from .replay import replay_all
-from .rules import cite
+from .rules import cite, reject
 from .state import ControllerState, MetadataImage
 
 MAX_TOPIC_NAME_LENGTH = 249
@@ -55,20 +55,20 @@ def create_topic(
 ) -> tuple[Error, list[Record]]:
     """The error and records of one topic of a CreateTopics request."""
     if not is_legal_topic_name(topic.name):
-        cite("TOPIC-2")
+        reject("TOPIC-2")
         return Error.INVALID_TOPIC_EXCEPTION, []
     if not first:
-        cite("TOPIC-2")
+        reject("TOPIC-2")
         return Error.INVALID_REQUEST, []
     if image.topic_named(topic.name) is not None:
-        cite("TOPIC-2")
+        reject("TOPIC-2")
         return Error.TOPIC_ALREADY_EXISTS, []
     if topic.topic_id == ZERO_UUID or topic.topic_id in image.topics:
-        cite("TOPIC-2")  # DEC-24: the id is an input and must be fresh
+        reject("TOPIC-2")  # DEC-24: the id is an input and must be fresh
         return Error.INVALID_REQUEST, []
     by_count = topic.num_partitions != -1 or topic.replication_factor != -1
     if bool(topic.assignments) == by_count:
-        cite("TOPIC-2")  # an assignment, or a count and a factor: exactly one of the two
+        reject("TOPIC-2")  # an assignment, or a count and a factor: exactly one of the two
         return Error.INVALID_REQUEST, []
 
     if topic.assignments:
@@ -85,6 +85,7 @@ def create_topic(
     for index, replicas in enumerate(assignment):
         isr = tuple(r for r in replicas if is_eligible_leader(image, leases, r))
         if not isr:
+            reject("TOPIC-5")
             return empty_isr_error, []
         partitions.append(
             PartitionRecord(index, topic.topic_id, replicas, isr, (), (), leader=isr[0], leader_epoch=0, partition_epoch=0)
@@ -98,9 +99,11 @@ def explicit_assignment(image: MetadataImage, topic: CreatableTopic) -> tuple[Er
     cite("TOPIC-3")
     by_index = {a.partition_index: tuple(a.broker_ids) for a in topic.assignments}
     if len(by_index) != len(topic.assignments) or sorted(by_index) != list(range(len(by_index))):
+        reject("TOPIC-3")
         return Error.INVALID_REPLICA_ASSIGNMENT, []
     for replicas in by_index.values():
         if not replicas or len(set(replicas)) != len(replicas) or any(b not in image.brokers for b in replicas):
+            reject("TOPIC-3")
             return Error.INVALID_REPLICA_ASSIGNMENT, []
     return Error.NONE, [by_index[i] for i in range(len(by_index))]
 
@@ -110,8 +113,10 @@ def place_by_replication_factor(image: MetadataImage, topic: CreatableTopic) -> 
     cite("TOPIC-4")
     brokers = sorted(image.brokers)
     if topic.num_partitions < 1:
+        reject("TOPIC-4")
         return Error.INVALID_PARTITIONS, []
     if not 1 <= topic.replication_factor <= len(brokers):
+        reject("TOPIC-4")
         return Error.INVALID_REPLICATION_FACTOR, []
     n = len(brokers)
     return Error.NONE, [
@@ -127,8 +132,10 @@ def handle_delete_topics(state: ControllerState, request: DeleteTopicsRequest) -
     for name in request.topic_names:
         topic = state.image.topic_named(name)
         if name in seen:
+            reject("TOPIC-7")
             error, topic_id = Error.INVALID_REQUEST, ZERO_UUID
         elif topic is None:
+            reject("TOPIC-7")
             error, topic_id = Error.UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID
         else:
             error, topic_id = Error.NONE, topic.topic_id

@@ -192,3 +192,19 @@ def test_failover_in_the_middle_of_pending_writes():
     assert set(controller.state.cluster.brokers) == {1, 2} and controller.state.replication.topics == {}
     again = controller.handle_request(registration(3))
     assert again.batches[0][0] == end  # offsets of the dropped tail are given out again
+
+
+def test_an_earlier_lease_of_a_broker_leaves_nothing_that_passes_for_the_new_one():
+    """LAO-1: unregistered and registered again, the broker's old heap entries are stale for good
+    (found by the thorough lockstep run: versions restarted with each lease and collided)."""
+    leases = LeaseManager(session_timeout_ms=100)
+    leases.start(1, 0, fenced=False)
+    leases.touch(1, 1, 9)
+    leases.start(3, 0, fenced=False)
+    leases.touch(3, 1, 4)
+    leases.touch(3, 1, 5)  # the old lease's entries reach a version the new lease will reach too
+    leases.remove(3)
+    leases.start(3, 2, fenced=True)
+    leases.touch(3, 2, 12)
+    leases.set_fenced(3, False)
+    assert leases.lowest_acknowledged_offset(99) == 9

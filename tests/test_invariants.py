@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cluster import Cluster
 from events import draw_event, draw_mix, warm_cluster
-from kraftspec.model import Tick, step
+from kraftspec.model import Failover, Tick, step
 from kraftspec.model.controller import StepResult
 from kraftspec.model.invariants import STATE_INVARIANTS, STEP_INVARIANTS, violations
 from kraftspec.model.messages import BrokerHeartbeatRequest, BrokerHeartbeatResponse
@@ -162,6 +162,30 @@ def test_inv_17_catches_removing_replicas_not_leading_the_list():
 
 # ---- random event sequences -----------------------------------------------------------
 
+def has_error(value) -> bool:
+    """Does a response (or a part of one) carry an error code other than NONE?"""
+    if isinstance(value, tuple):
+        return any(has_error(v) for v in value)
+    if not hasattr(value, "__attrs_attrs__"):
+        return False
+    return any(
+        (a.name == "error_code" and getattr(value, a.name) != 0) or has_error(getattr(value, a.name))
+        for a in value.__attrs_attrs__
+    )
+
+
+def refused_without_a_rule(event, result: StepResult) -> bool:
+    """RPC-4: a reply decided in this step that carries an error comes with the rule that refused
+    it; replies a failover refuses come with RPC-3; a commit only releases replies decided before."""
+    if isinstance(event, Failover):
+        return bool(result.replies) and "RPC-3" not in result.rejected_by
+    if result.seq is None:
+        return False
+    decided = [p.response for p in result.state.pending if p.seq == result.seq]
+    decided += [r.response for r in result.replies if r.seq == result.seq]
+    return any(has_error(response) for response in decided) and not result.rejected_by
+
+
 @given(st.data())
 def test_random_event_sequences_never_break_an_invariant(data):
     """INV-1 to INV-17 after every step of 50 random events; the model never raises and never
@@ -176,4 +200,5 @@ def test_random_event_sequences_never_break_an_invariant(data):
         assert before == frozen_copy, f"{event!r} changed the state it was given"
         broken = violations(before, event, result)
         assert not broken, f"{event!r}: {broken}"
+        assert not refused_without_a_rule(event, result), f"{event!r}: an error reply but no rule rejected it"
         c.state = result.state

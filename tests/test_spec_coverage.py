@@ -71,6 +71,6 @@ def test_every_rule_has_a_test_named_after_it():
 
 
 def test_every_citation_in_the_model_names_a_rule():
-    cited = set(re.findall(r'cite\("([^"]+)"\)', python_text("model")))
+    cited = set(re.findall(r'(?:cite|reject)\("([^"]+)"\)', python_text("model")))
     assert cited - set(defined_ids()) == set()
     assert mentioned_ids(python_text("model")) - set(defined_ids()) == set()
