@@ -24,9 +24,7 @@ from kraftspec.model.messages import (
     AlterIsrRequest,
     AlterIsrTopic,
     AlterPartitionReassignmentsRequest,
-    BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
-    BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     CreatableTopic,
     CreateTopicsRequest,
@@ -64,6 +62,7 @@ class Simulation:
         self.registration_due: dict[int, int] = {}  # a refused registration is retried after a pause
         self.shutdown_asked_at: dict[int, int] = {}
         self.incarnations: dict[int, int] = {}  # how many processes each broker id has had
+        self.own_request = None  # the request a simulated broker process is sending this step
         self.asked: dict[int, tuple[int, UUID | None]] = {}  # request number -> (broker, incarnation)
         self.partition_count = partition_count
 
@@ -74,8 +73,9 @@ class Simulation:
             note, event = self.choose()
             result = step(self.state, event)
             self.state = result.state
-            if isinstance(event, (BrokerRegistrationRequest, BrokerHeartbeatRequest)):
+            if event is self.own_request:  # a simulated broker's own request: its reply goes back to it
                 self.asked[result.seq] = (event.broker_id, self.processes[event.broker_id].incarnation_id)
+            self.own_request = None
             self.deliver(result)
             yield Happening(number, note, event, result)
 
@@ -156,6 +156,7 @@ class Simulation:
     def register_as(self, b: int, note: str):
         self.waiting_registration.add(b)
         request = brokers.registration_request(self.processes[b], self.state.config.cluster_id, FEATURES)
+        self.own_request = request
         return note, request
 
     def heartbeat(self):
@@ -163,7 +164,8 @@ class Simulation:
         process = brokers.catch_up(self.processes[b], self.state.committed_offset)
         self.processes[b] = process
         self.heartbeat_due[b] = self.state.now_ms + self.state.config.heartbeat_interval_ms
-        return f"broker {b} ({process.state.name}) sends its heartbeat", brokers.heartbeat_request(process)
+        self.own_request = brokers.heartbeat_request(process)
+        return f"broker {b} ({process.state.name}) sends its heartbeat", self.own_request
 
     def commit(self):
         state = self.state
@@ -182,7 +184,8 @@ class Simulation:
         process = brokers.catch_up(self.processes[b], self.state.committed_offset)
         self.processes[b] = process
         self.heartbeat_due[b] = self.state.now_ms + self.state.config.heartbeat_interval_ms
-        return note, brokers.heartbeat_request(process)
+        self.own_request = brokers.heartbeat_request(process)
+        return note, self.own_request
 
     def create_topic(self):
         registered = len(self.state.image.brokers)

@@ -332,3 +332,24 @@ def error_response(request: Request, error: Error) -> Response:
     if isinstance(request, ListPartitionReassignmentsRequest):
         return ListPartitionReassignmentsResponse(error)
     raise TypeError(f"not a request: {request!r}")
+
+SCHEMA_STRUCTS: dict[str, type] = {
+    "BrokerRegistrationRequest.Listener": Listener,
+    "BrokerRegistrationRequest.Feature": Feature,
+    "AlterIsrRequest.TopicData": AlterIsrTopic,
+    "AlterIsrRequest.TopicData.PartitionData": AlterIsrPartition,
+    "AlterIsrResponse.TopicData": AlterIsrTopicResult,
+    "AlterIsrResponse.TopicData.PartitionData": AlterIsrPartitionResult,
+    "CreateTopicsRequest.CreatableTopic": CreatableTopic,
+    "CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment": ReplicaAssignment,
+    "CreateTopicsResponse.CreatableTopicResult": CreatableTopicResult,
+    "DeleteTopicsResponse.DeletableTopicResult": DeletableTopicResult,
+    "AlterPartitionReassignmentsRequest.ReassignableTopic": ReassignableTopic,
+    "AlterPartitionReassignmentsRequest.ReassignableTopic.ReassignablePartition": ReassignablePartition,
+    "AlterPartitionReassignmentsResponse.ReassignableTopicResponse": ReassignableTopicResult,
+    "AlterPartitionReassignmentsResponse.ReassignableTopicResponse.ReassignablePartitionResponse": ReassignablePartitionResult,
+    "ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics": ListedTopic,
+    "ListPartitionReassignmentsResponse.OngoingTopicReassignment": OngoingTopicReassignment,
+    "ListPartitionReassignmentsResponse.OngoingTopicReassignment.OngoingPartitionReassignment": OngoingPartitionReassignment,
+}
+"""The model's class for each nested struct of a message, by its path of schema names."""

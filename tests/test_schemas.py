@@ -126,7 +126,7 @@ def test_errors_file_parses_as_a_json_object_with_an_errors_list() -> None:
 
 def test_schema_directory_holds_only_the_expected_files() -> None:
     top = sorted(e.name for e in SCHEMA_ROOT.iterdir() if e.name != "__pycache__")
-    assert top == ["__init__.py", "errors.json", "records", "rpcs"]
+    assert top == ["__init__.py", "errors.json", "records", "rpcs", "trace.schema.json"]
     assert len([p for p in SCHEMA_PATHS if p.startswith("records/")]) == 15
     assert len([p for p in SCHEMA_PATHS if p.startswith("rpcs/")]) == 16
 

@@ -1,0 +1,239 @@
+"""Adapters: how the replayer talks to a system under test.
+
+An adapter starts a fresh controller from a trace's configuration, takes one neutral event at a
+time (spec/traces.md) and answers with what the controller did, in the neutral form:
+``{"seq", "records": [{"offset", "type", "version", "data", "frame"}], "replies": [{"seq",
+"api", "version", "body"}]}``; on request it reports its committed state as the minimal records
+of LOG-11 (``[{"type", "data"}]``). The model adapter is how traces are recorded; the impl
+adapter tests kraftspec's own controller; conformance/subprocess_adapter.py speaks to any
+other implementation over JSON lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from kraftspec.impl import codec as impl_codec
+from kraftspec.impl import messages as impl_messages
+from kraftspec.impl.config import ControllerConfig
+from kraftspec.impl.controller import Controller
+from kraftspec.model import Commit, Config, Failover, FeatureRange, TakeSnapshot, Tick, initial_state, step
+from kraftspec.model import messages as model_messages
+from kraftspec.model.framing import encode_record as model_encode_record
+from kraftspec.model.log import snapshot_records
+from kraftspec.model.records import RECORD_TYPES, STRUCT_TYPES
+
+from .jsonform import from_json, schema_of, to_json
+
+
+class Adapter(Protocol):
+    """What the replayer needs from a system under test."""
+
+    name: str
+    levels: tuple[str, ...]  # the comparison levels it can report (spec/traces.md)
+
+    def start(self, config: dict[str, Any]) -> None: ...
+
+    def step(self, event: dict[str, Any]) -> dict[str, Any]: ...
+
+    def committed(self) -> list[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class AdapterFailure(Exception):
+    """The system under test failed to answer (crashed, hung, answered garbage); the message says how."""
+
+
+def response_version(api: str, version: int) -> int:
+    """RPC-2: a reply is in the request's version, or in version 0 when that version is refused."""
+    low, _, high = schema_of(f"{api}Request")["validVersions"].partition("-")
+    return version if int(low) <= version <= int(high or low) else 0
+
+
+def api_of(message_type: type) -> str:
+    name = message_type.__name__
+    return name.removesuffix("Request").removesuffix("Response")
+
+
+# ---- the model ---------------------------------------------------------------------------------
+
+
+def model_config(config: dict[str, Any]) -> Config:
+    return Config(
+        cluster_id=config["cluster_id"],
+        heartbeat_interval_ms=config["heartbeat_interval_ms"],
+        session_timeout_ms=config["session_timeout_ms"],
+        finalized_features=tuple(FeatureRange(name, low, high) for name, low, high in config["finalized_features"]),
+    )
+
+
+def config_json(config: Config) -> dict[str, Any]:
+    """The trace header's form of a model configuration."""
+    return {
+        "cluster_id": config.cluster_id,
+        "heartbeat_interval_ms": config.heartbeat_interval_ms,
+        "session_timeout_ms": config.session_timeout_ms,
+        "finalized_features": [[f.name, f.min_level, f.max_level] for f in config.finalized_features],
+    }
+
+
+def make_model(path: str, kwargs: dict[str, Any]):
+    if "." in path:
+        top = path.split(".")[0]
+        if top in model_messages.__dict__:
+            return model_messages.SCHEMA_STRUCTS[path](**kwargs)
+        return STRUCT_TYPES[path.split(".")[-1]](**kwargs)
+    cls = getattr(model_messages, path, None) or next(c for c in RECORD_TYPES.values() if c.__name__ == path)
+    return cls(**kwargs)
+
+
+def model_event(event: dict[str, Any]):
+    """The model's event for a neutral event."""
+    kind = event["kind"]
+    if kind == "request":
+        name = f"{event['api']}Request"
+        request = from_json(event["body"], name, make_model)
+        if event["api"] == "BrokerHeartbeat":
+            from attrs import evolve
+
+            request = evolve(request, version=event["version"])
+        return request
+    if kind == "tick":
+        return Tick(event["now_ms"])
+    if kind == "commit":
+        return Commit(event["offset"])
+    if kind == "failover":
+        return Failover()
+    return TakeSnapshot()
+
+
+def event_json(event) -> dict[str, Any]:
+    """The neutral form of a model event."""
+    if isinstance(event, model_messages.REQUEST_TYPES):
+        version = event.version if isinstance(event, model_messages.BrokerHeartbeatRequest) else 0
+        return {"kind": "request", "api": api_of(type(event)), "version": version, "body": to_json(event, version)}
+    if isinstance(event, Tick):
+        return {"kind": "tick", "now_ms": event.now_ms}
+    if isinstance(event, Commit):
+        return {"kind": "commit", "offset": event.offset}
+    if isinstance(event, Failover):
+        return {"kind": "failover"}
+    return {"kind": "snapshot"}
+
+
+class ModelAdapter:
+    """The model itself: recording traces from it, or replaying them against it."""
+
+    name = "model"
+    levels = ("responses", "state", "records")
+
+    def __init__(self) -> None:
+        self.state = None
+        self.last = None
+
+    def start(self, config: dict[str, Any]) -> None:
+        self.state = initial_state(model_config(config))
+
+    def run(self, event) -> tuple[dict[str, Any], object]:
+        """Handle a model event; the neutral outputs and the model's StepResult."""
+        result = step(self.state, event)
+        self.state = result.state
+        self.last = result
+        return outputs_of(result), result
+
+    def step(self, event: dict[str, Any]) -> dict[str, Any]:
+        return self.run(model_event(event))[0]
+
+    def committed(self) -> list[dict[str, Any]]:
+        return committed_of(self.state)
+
+    def close(self) -> None:
+        self.state = None
+
+
+def committed_of(state) -> list[dict[str, Any]]:
+    """The neutral committed state of a model state: its minimal records (LOG-11)."""
+    return [{"type": type(r).__name__, "data": to_json(r)} for r in snapshot_records(state.committed_image)]
+
+
+def outputs_of(result) -> dict[str, Any]:
+    """The neutral outputs of a model step."""
+    records = [
+        {"offset": offset, "type": type(record).__name__, "version": 0, "data": to_json(record),
+         "frame": model_encode_record(record).hex()}
+        for batch in result.batches
+        for offset, record in batch.with_offsets()
+    ]
+    replies = []
+    for reply in result.replies:
+        api = api_of(type(reply.request))
+        version = response_version(api, getattr(reply.request, "version", 0))
+        replies.append({"seq": reply.seq, "api": api, "version": version,
+                        "body": to_json(reply.response, version, f"{api}Response")})
+    return {"seq": result.seq, "records": records, "replies": replies}
+
+
+# ---- impl, in process -------------------------------------------------------------------------------
+
+
+def make_impl(path: str, kwargs: dict[str, Any]):
+    top, *nested = path.split(".")
+    cls = impl_messages.MESSAGE_CLASSES.get(top)
+    if cls is None:
+        cls = next(c for c in impl_messages.RECORD_CLASSES.values() if c.__name__ == top)
+    for name in nested:
+        cls = getattr(cls, name)
+    return cls(**kwargs)
+
+
+class ImplAdapter:
+    """kraftspec's impl, in this process."""
+
+    name = "impl"
+    levels = ("responses", "state", "records")
+
+    def __init__(self) -> None:
+        self.controller: Controller | None = None
+
+    def start(self, config: dict[str, Any]) -> None:
+        self.controller = Controller(ControllerConfig(
+            cluster_id=config["cluster_id"],
+            heartbeat_interval_ms=config["heartbeat_interval_ms"],
+            session_timeout_ms=config["session_timeout_ms"],
+            finalized_features=tuple(tuple(f) for f in config["finalized_features"]),
+        ))
+
+    def handle(self, event: dict[str, Any]):
+        controller = self.controller
+        kind = event["kind"]
+        if kind == "request":
+            name = f"{event['api']}Request"
+            return controller.handle_request(from_json(event["body"], name, make_impl), event["version"])
+        if kind == "tick":
+            return controller.tick(event["now_ms"])
+        if kind == "commit":
+            return controller.commit(event["offset"])
+        if kind == "failover":
+            return controller.failover()
+        return controller.take_snapshot()
+
+    def step(self, event: dict[str, Any]) -> dict[str, Any]:
+        outcome = self.handle(event)
+        records = [
+            {"offset": base + i, "type": type(record).__name__, "version": 0, "data": to_json(record),
+             "frame": impl_codec.encode_record(record).hex()}
+            for base, batch in outcome.batches
+            for i, record in enumerate(batch)
+        ]
+        replies = [
+            {"seq": r.seq, "api": api_of(type(r.request)), "version": r.version, "body": to_json(r.response, r.version)}
+            for r in outcome.replies
+        ]
+        return {"seq": outcome.seq, "records": records, "replies": replies}
+
+    def committed(self) -> list[dict[str, Any]]:
+        return [{"type": type(r).__name__, "data": to_json(r)} for r in self.controller.committed_records()]
+
+    def close(self) -> None:
+        self.controller = None

@@ -1,0 +1,85 @@
+"""Traces: the format of spec/traces.md, generation by the model, and replay against the model
+and impl (conformance.trace, .generate, .replay)."""
+
+import json
+from importlib.resources import files
+
+import jsonschema
+import pytest
+
+from kraftspec.conformance.adapters import ImplAdapter, ModelAdapter
+from kraftspec.conformance.generate import walk
+from kraftspec.conformance.replay import replay
+from kraftspec.conformance.trace import TraceError, parse, read
+
+SCHEMA = json.loads(files("kraftspec.spec.schemas").joinpath("trace.schema.json").read_text())
+
+
+def test_every_line_of_a_generated_trace_follows_the_published_schema():
+    trace = walk(3, 80)
+    for line in trace.lines():
+        jsonschema.validate(json.loads(line), SCHEMA)
+
+
+def test_the_same_seed_gives_the_same_trace_and_name_and_the_description_does_not_rename_it():
+    a, b = walk(11, 60), walk(11, 60)
+    assert a.lines() == b.lines() and a.name == b.name
+    assert a.with_description("a regression").name == a.name
+    assert walk(12, 60).name != a.name
+
+
+def test_a_trace_written_and_read_back_is_the_same(tmp_path):
+    trace = walk(5, 40)
+    path = trace.write(tmp_path)
+    assert path.name == f"{trace.name}.jsonl"
+    assert read(path) == trace
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_impl_and_the_model_replay_generated_walks_at_every_level(seed):
+    trace = walk(seed, 120)
+    for level in ("responses", "state", "records"):
+        for adapter in (ModelAdapter(), ImplAdapter()):
+            verdict = replay(trace, adapter, level)
+            assert verdict.passed, verdict.report()
+
+
+def test_a_divergence_is_reported_with_step_event_diff_rules_and_a_command(tmp_path):
+    trace = walk(2, 60)
+    lines = trace.lines()
+    # make the trace expect something else of the first step that has a reply
+    for i, line in enumerate(lines[1:], start=1):
+        step = json.loads(line)
+        if step["replies"]:
+            step["replies"][0]["body"]["ErrorCode"] = 99
+            lines[i] = json.dumps(step)
+            break
+    path = tmp_path / "edited.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    verdict = replay(read(path), ImplAdapter(), "responses", path)
+    assert not verdict.passed
+    report = verdict.report()
+    assert f"at step {step['n']} " in report and '"ErrorCode": 99' in report and "kraftspec replay" in report
+    assert str(path) in verdict.repro()
+
+
+@pytest.mark.parametrize(
+    "edit, where",
+    [
+        (lambda lines: ["{not json"] + lines[1:], ":1: (line): not JSON"),
+        (lambda lines: [lines[0].replace('"format_version":1', '"format_version":7')] + lines[1:], ":1: format_version"),
+        (lambda lines: lines[:1] + [lines[1].replace('"kind":"request"', '"kind":"teleport"')] + lines[2:], ":2: event.kind: unknown event kind 'teleport'"),
+        (lambda lines: lines[:1] + [lines[1].replace('"seq":', '"sequence":')] + lines[2:], ""),
+        (lambda lines: lines[:-1], "announces"),
+        (lambda lines: lines[:1] + [json.dumps({k: v for k, v in json.loads(lines[1]).items() if k != "replies"})] + lines[2:], ":2: replies: missing"),
+    ],
+    ids=["broken-json", "wrong-format-version", "unknown-event-kind", "renamed-field", "truncated", "missing-field"],
+)
+def test_malformed_traces_are_refused_naming_file_line_and_field(tmp_path, edit, where):
+    lines = walk(4, 10).lines()
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(edit(lines)) + "\n")
+    with pytest.raises(TraceError) as caught:
+        read(path)
+    message = str(caught.value)
+    assert message.startswith(str(path)) and where in message
