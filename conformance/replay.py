@@ -80,14 +80,28 @@ class Verdict:
         return "\n".join(parts)
 
 
+def committed_checks(trace: Trace, level: str) -> list[bool]:
+    """For each step, whether the replayer will ask for the committed state after it: at level
+    ``state`` and above, after every commit, failover and snapshot, where the trace records a change,
+    and after the last step (once a committed state has been recorded)."""
+    if LEVELS.index(level) < 1:
+        return [False] * len(trace.steps)
+    checks, recorded = [], False
+    for step in trace.steps:
+        recorded = recorded or step.committed is not None
+        last = step.n == len(trace.steps) - 1
+        checks.append(recorded and (step.committed is not None or step.event["kind"] in CHECKS_COMMITTED or last))
+    return checks
+
+
 def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | Path | None = None) -> Verdict:
     """Replay ``trace`` against ``adapter`` at ``level``; stop at the first divergence."""
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
     if level not in adapter.levels:
         raise ValueError(f"adapter {adapter.name} cannot report level {level!r} (it reports {', '.join(adapter.levels)})")
-    compare_state = LEVELS.index(level) >= 1
     compare_records = level == "records"
+    checks = committed_checks(trace, level)
     started = time.perf_counter()
     name = trace.name
     expected_committed = None
@@ -99,6 +113,9 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
 
     try:
         adapter.start(trace.header.config)
+        prepare = getattr(adapter, "prepare", None)
+        if prepare is not None:  # an adapter may send events ahead of their results (the subprocess one does)
+            prepare(trace, level, checks)
         for step in trace.steps:
             steps_run += 1
 
@@ -122,10 +139,7 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
                     return diverge("records", expected_records, actual_records)
             if step.committed is not None:
                 expected_committed = list(step.committed)
-            last = step.n == len(trace.steps) - 1
-            if compare_state and (step.committed is not None or step.event["kind"] in CHECKS_COMMITTED or last):
-                if expected_committed is None:
-                    continue  # no committed state recorded yet: nothing to compare with
+            if checks[step.n]:
                 try:
                     committed = adapter.committed()
                 except AdapterFailure as failure:
