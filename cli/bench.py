@@ -270,13 +270,76 @@ def bench_impl(scale: float, out) -> dict:
     return figures
 
 
+CONFORMANCE_GOALS = {"replay_events_per_s": 100_000, "generate_events_per_s": 30_000, "subprocess_events_per_s": 20_000}
+
+
+def bench_conformance(scale: float, out) -> dict:
+    """Issue 4's throughput figures: generation by the model, replay of impl in process (at each
+    level, the conversion of the trace into impl's objects included), replay through the
+    subprocess adapter. The same walks for all three."""
+    from kraftspec.conformance.adapters import ImplAdapter
+    from kraftspec.conformance.generate import walk
+    from kraftspec.conformance.replay import replay
+
+    figures: dict = {"scale": scale}
+    seeds, steps = range(max(4, int(200 * scale))), 200
+    say(out, f"generating {len(seeds)} walks of {steps} events with the model (median of 3 runs)")
+
+    def generate():
+        start = time.perf_counter()
+        traces = [walk(seed, steps) for seed in seeds]
+        for trace in traces:
+            trace.name  # naming a trace is part of producing it
+        return traces, time.perf_counter() - start
+
+    runs = [generate() for _ in range(3)]
+    traces = runs[0][0]
+    events = sum(len(t.steps) for t in traces)
+    rate = events / statistics.median(seconds for _, seconds in runs)
+    figures["generate_events_per_s"] = rate
+    say(out, f"  {rate:,.0f} events/s (goal {CONFORMANCE_GOALS['generate_events_per_s']:,}: "
+             f"{verdict(rate, CONFORMANCE_GOALS['generate_events_per_s'], True)})")
+
+    say(out, f"replaying them against impl in process ({events:,} events; median of 3 runs)")
+    for level in ("responses", "state", "records"):
+        def once():
+            start = time.perf_counter()
+            verdicts = [replay(trace, ImplAdapter(), level) for trace in traces]
+            assert all(v.passed for v in verdicts)
+            return time.perf_counter() - start
+
+        rate = events / statistics.median(once() for _ in range(3))
+        figures[f"replay_{level}_events_per_s"] = rate
+        say(out, f"  level {level:<9}: {rate:,.0f} events/s (goal {CONFORMANCE_GOALS['replay_events_per_s']:,}: "
+                 f"{verdict(rate, CONFORMANCE_GOALS['replay_events_per_s'], True)})")
+
+    say(out, "replaying them through the subprocess adapter (impl behind the example server)")
+    from kraftspec.conformance.subprocess_adapter import SubprocessAdapter
+
+    command = [sys.executable, "-m", "kraftspec.conformance.examples.impl_server"]
+    adapter = SubprocessAdapter(command)
+    try:
+        for level in ("responses", "records"):
+            start = time.perf_counter()
+            verdicts = [replay(trace, adapter, level) for trace in traces]
+            seconds = time.perf_counter() - start
+            assert all(v.passed for v in verdicts), [v.report() for v in verdicts if not v.passed][:1]
+            rate = events / seconds
+            figures[f"subprocess_{level}_events_per_s"] = rate
+            say(out, f"  level {level:<9}: {rate:,.0f} events/s (goal {CONFORMANCE_GOALS['subprocess_events_per_s']:,}: "
+                     f"{verdict(rate, CONFORMANCE_GOALS['subprocess_events_per_s'], True)})")
+    finally:
+        adapter.shutdown()
+    return figures
+
+
 def add_parser(commands) -> None:
     bench = commands.add_parser(
         "bench",
         help="measure impl against its performance goals",
         description=__doc__.split("Prints")[0].strip() + " See README.md for the goals.",
     )
-    bench.add_argument("target", choices=["impl"], help="what to measure")
+    bench.add_argument("target", choices=["impl", "conformance"], help="what to measure: impl (issue 3) or conformance (issue 4)")
     bench.add_argument("--quick", action="store_true", help="1/100 of the sizes: a smoke test, not a measurement")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
 
@@ -284,8 +347,8 @@ def add_parser(commands) -> None:
 def run(args, out=None) -> int:
     out = out or sys.stdout
     scale = 0.01 if args.quick else 1.0
-    say(out, f"kraftspec bench impl{' --quick' if args.quick else ''} (pid {os.getpid()}, {os.cpu_count()} cores)")
-    figures = bench_impl(scale, out)
+    say(out, f"kraftspec bench {args.target}{' --quick' if args.quick else ''} (pid {os.getpid()}, {os.cpu_count()} cores)")
+    figures = bench_impl(scale, out) if args.target == "impl" else bench_conformance(scale, out)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(figures, f, indent=2, default=str)

@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--no-legend", action="store_true", help="leave out the closing list of the rules that fired")
 
     from kraftspec.bench import add_parser as add_bench
+    from kraftspec.traces import add_parsers as add_trace_commands
 
+    add_trace_commands(commands)
     add_bench(commands)
     return parser
 
@@ -79,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.bench import run
 
             return run(args)
+        from kraftspec.traces import COMMANDS
+
+        if args.command in COMMANDS:
+            return COMMANDS[args.command](args)
     except BrokenPipeError:  # e.g. `kraftspec explain | head`
         sys.stderr.close()
         return 0

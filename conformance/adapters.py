@@ -11,6 +11,7 @@ other implementation over JSON lines.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol
 
 from kraftspec.impl import codec as impl_codec
@@ -23,7 +24,7 @@ from kraftspec.model.framing import encode_record as model_encode_record
 from kraftspec.model.log import snapshot_records
 from kraftspec.model.records import RECORD_TYPES, STRUCT_TYPES
 
-from .jsonform import from_json, schema_of, to_json
+from .jsonform import fast_from_json, fast_to_json, schema_of
 
 
 class Adapter(Protocol):
@@ -93,7 +94,7 @@ def model_event(event: dict[str, Any]):
     kind = event["kind"]
     if kind == "request":
         name = f"{event['api']}Request"
-        request = from_json(event["body"], name, make_model)
+        request = fast_from_json(event["body"], name, make_model, event["version"])
         if event["api"] == "BrokerHeartbeat":
             from attrs import evolve
 
@@ -112,7 +113,7 @@ def event_json(event) -> dict[str, Any]:
     """The neutral form of a model event."""
     if isinstance(event, model_messages.REQUEST_TYPES):
         version = event.version if isinstance(event, model_messages.BrokerHeartbeatRequest) else 0
-        return {"kind": "request", "api": api_of(type(event)), "version": version, "body": to_json(event, version)}
+        return {"kind": "request", "api": api_of(type(event)), "version": version, "body": fast_to_json(event, version)}
     if isinstance(event, Tick):
         return {"kind": "tick", "now_ms": event.now_ms}
     if isinstance(event, Commit):
@@ -154,13 +155,13 @@ class ModelAdapter:
 
 def committed_of(state) -> list[dict[str, Any]]:
     """The neutral committed state of a model state: its minimal records (LOG-11)."""
-    return [{"type": type(r).__name__, "data": to_json(r)} for r in snapshot_records(state.committed_image)]
+    return [{"type": type(r).__name__, "data": fast_to_json(r)} for r in snapshot_records(state.committed_image)]
 
 
 def outputs_of(result) -> dict[str, Any]:
     """The neutral outputs of a model step."""
     records = [
-        {"offset": offset, "type": type(record).__name__, "version": 0, "data": to_json(record),
+        {"offset": offset, "type": type(record).__name__, "version": 0, "data": fast_to_json(record),
          "frame": model_encode_record(record).hex()}
         for batch in result.batches
         for offset, record in batch.with_offsets()
@@ -170,21 +171,30 @@ def outputs_of(result) -> dict[str, Any]:
         api = api_of(type(reply.request))
         version = response_version(api, getattr(reply.request, "version", 0))
         replies.append({"seq": reply.seq, "api": api, "version": version,
-                        "body": to_json(reply.response, version, f"{api}Response")})
+                        "body": fast_to_json(reply.response, version, f"{api}Response")})
     return {"seq": result.seq, "records": records, "replies": replies}
 
 
 # ---- impl, in process -------------------------------------------------------------------------------
 
 
-def make_impl(path: str, kwargs: dict[str, Any]):
+@functools.cache
+def impl_class(path: str) -> type:
+    """impl's class for a schema path (``AlterIsrRequest.TopicData.PartitionData``)."""
     top, *nested = path.split(".")
     cls = impl_messages.MESSAGE_CLASSES.get(top)
     if cls is None:
         cls = next(c for c in impl_messages.RECORD_CLASSES.values() if c.__name__ == top)
     for name in nested:
         cls = getattr(cls, name)
-    return cls(**kwargs)
+    return cls
+
+
+def make_impl(path: str, kwargs: dict[str, Any]):
+    return impl_class(path)(**kwargs)
+
+
+make_impl.resolve = impl_class
 
 
 class ImplAdapter:
@@ -209,7 +219,7 @@ class ImplAdapter:
         kind = event["kind"]
         if kind == "request":
             name = f"{event['api']}Request"
-            return controller.handle_request(from_json(event["body"], name, make_impl), event["version"])
+            return controller.handle_request(fast_from_json(event["body"], name, make_impl, event["version"]), event["version"])
         if kind == "tick":
             return controller.tick(event["now_ms"])
         if kind == "commit":
@@ -221,19 +231,85 @@ class ImplAdapter:
     def step(self, event: dict[str, Any]) -> dict[str, Any]:
         outcome = self.handle(event)
         records = [
-            {"offset": base + i, "type": type(record).__name__, "version": 0, "data": to_json(record),
+            {"offset": base + i, "type": type(record).__name__, "version": 0, "data": fast_to_json(record),
              "frame": impl_codec.encode_record(record).hex()}
             for base, batch in outcome.batches
             for i, record in enumerate(batch)
         ]
         replies = [
-            {"seq": r.seq, "api": api_of(type(r.request)), "version": r.version, "body": to_json(r.response, r.version)}
+            {"seq": r.seq, "api": api_of(type(r.request)), "version": r.version, "body": fast_to_json(r.response, r.version)}
             for r in outcome.replies
         ]
         return {"seq": outcome.seq, "records": records, "replies": replies}
 
     def committed(self) -> list[dict[str, Any]]:
-        return [{"type": type(r).__name__, "data": to_json(r)} for r in self.controller.committed_records()]
+        return [{"type": type(r).__name__, "data": fast_to_json(r)} for r in self.controller.committed_records()]
 
     def close(self) -> None:
         self.controller = None
+
+    # ---- the fast path: the trace in impl's own objects --------------------------------------------
+
+    def replay_native(self, trace, level: str, checks: list[bool]) -> int | None:
+        """Replay ``trace`` comparing impl's objects with the trace's expectations, converted to impl
+        objects once; the number of the first step that differs, or None (NotImplemented when a
+        subclass overrides ``step``). The replayer calls this first and, only when a step differs,
+        replays the generic way to report the difference."""
+        if type(self).step is not ImplAdapter.step:
+            return NotImplemented  # a subclass that changes step() must be replayed through it
+        compiled = [_compile_step(step, level) for step in trace.steps]
+        self.start(trace.header.config)
+        controller = self.controller
+        handle_request, tick, commit = controller.handle_request, controller.tick, controller.commit
+        encode = impl_codec.encode_record
+        expected_committed = None
+        for n, (kind, payload, version, seq, replies, records, frames, committed) in enumerate(compiled):
+            if kind == "request":
+                outcome = handle_request(payload, version)
+            elif kind == "tick":
+                outcome = tick(payload)
+            elif kind == "commit":
+                outcome = commit(payload)
+            elif kind == "failover":
+                outcome = controller.failover()
+            else:
+                outcome = controller.take_snapshot()
+            if outcome.seq != seq or len(outcome.replies) != len(replies):
+                return n
+            for reply, (reply_seq, reply_version, response) in zip(outcome.replies, replies):
+                if reply.seq != reply_seq or reply.version != reply_version or reply.response != response:
+                    return n
+            if records is not None:
+                actual = [record for _, batch in outcome.batches for record in batch]
+                if actual != records:
+                    return n
+                if frames is not None and [encode(r) for r in actual] != frames:
+                    return n
+            if committed is not None:
+                expected_committed = committed
+            if checks[n] and list(controller.committed_records()) != expected_committed:
+                return n
+        return None
+
+
+def _compile_step(step, level: str):
+    """A step as impl objects: (kind, payload, version, seq, replies, records, frames, committed)."""
+    event = step.event
+    kind = event["kind"]
+    version = 0
+    if kind == "request":
+        version = event["version"]
+        payload = fast_from_json(event["body"], f"{event['api']}Request", make_impl, version)
+    else:
+        payload = event.get("now_ms", event.get("offset"))
+    replies = [(r["seq"], r["version"], fast_from_json(r["body"], f"{r['api']}Response", make_impl, r["version"]))
+               for r in step.replies]
+    records = frames = None
+    if level == "records":
+        records = [fast_from_json(r["data"], r["type"], make_impl) for r in step.records]
+        if step.records and all("frame" in r for r in step.records):
+            frames = [bytes.fromhex(r["frame"]) for r in step.records]
+    committed = None
+    if level != "responses" and step.committed is not None:
+        committed = [fast_from_json(r["data"], r["type"], make_impl) for r in step.committed]
+    return kind, payload, version, step.seq, replies, records, frames, committed

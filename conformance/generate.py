@@ -91,22 +91,22 @@ class FaultySimulation(Simulation):
         self.old_epochs: dict[int, int] = {}
 
     def actions(self):
-        yield from super().actions()
+        options = super().actions()
         faults = self.faults
-        registered = sorted(self.state.image.brokers)
-        if "duplicate-broker" in faults and registered:
-            yield 0.4, self.impostor
+        if "duplicate-broker" in faults and self.state.image.brokers:
+            options.append((0.4, self.impostor))
         if "stale-epoch" in faults and self.old_epochs:
-            yield 0.5, self.stale_heartbeat
+            options.append((0.5, self.stale_heartbeat))
         if "late-heartbeat" in faults and self.sent_heartbeats:
-            yield 0.5, self.late_heartbeat
+            options.append((0.5, self.late_heartbeat))
         if "failover" in faults:
-            yield 0.6, self.failover
+            options.append((0.6, self.failover))
         if "malformed" in faults:
-            yield 0.6, self.malformed
+            options.append((0.6, self.malformed))
         if self.state.image.topic_named(TOPIC) is not None:
-            yield 0.2, self.delete_and_recreate
-            yield 0.3, self.list_reassignments
+            options.append((0.2, self.delete_and_recreate))
+            options.append((0.3, self.list_reassignments))
+        return options
 
     def commit(self):
         if "commit-delay" in self.faults and self.rng.random() < 0.6:

@@ -142,3 +142,173 @@ def from_json(data: dict[str, Any], name: str, make: Callable[[str, dict[str, An
     ``Message.Struct.Inner``) from keyword arguments in snake case."""
     schema = schema_of(name)
     return make(name, _struct_from_json(data, schema["fields"], make, name))
+
+
+# ---- compiled converters -------------------------------------------------------------------------
+#
+# The functions above walk the schema for every value: clear, and the reference. Replaying and
+# recording traces at volume convert millions of objects, so the two functions below compile,
+# once per (class, version), Python source that reads and builds exactly the fields the schema
+# has, in order. tests/test_jsonform.py checks that both ways agree.
+
+_UUID_TEXT: dict[UUID, str] = {}
+_TEXT_UUID: dict[str, UUID] = {}
+_CACHE_LIMIT = 1 << 16
+
+
+def cached_uuid_text(value: UUID) -> str:
+    text = _UUID_TEXT.get(value)
+    if text is None:
+        if len(_UUID_TEXT) >= _CACHE_LIMIT:
+            _UUID_TEXT.clear()
+        text = _UUID_TEXT[value] = uuid_text(value)
+    return text
+
+
+def cached_text_uuid(text: str) -> UUID:
+    value = _TEXT_UUID.get(text)
+    if value is None:
+        if len(_TEXT_UUID) >= _CACHE_LIMIT:
+            _TEXT_UUID.clear()
+        value = _TEXT_UUID[text] = text_uuid(text)
+    return value
+
+
+_TO_JSON: dict[tuple[type, int, str], Callable[[Any], dict]] = {}
+
+
+def compiled_to_json(cls: type, version: int, name: str | None = None) -> Callable[[Any], dict]:
+    """A function turning an instance of ``cls`` into its neutral form at ``version``."""
+    key = (cls, version, name or cls.__name__)
+    function = _TO_JSON.get(key)
+    if function is None:
+        namespace: dict[str, Any] = {"uuid_text": cached_uuid_text, "b64": base64.b64encode}
+        source = _to_json_source("convert", schema_of(key[2])["fields"], version, cls, namespace, [0])
+        exec(source, namespace)  # noqa: S102 - generated from the schema
+        function = _TO_JSON[key] = namespace["convert"]
+    return function
+
+
+def _to_json_source(function: str, fields, version: int, cls, namespace, counter) -> str:
+    items, helpers = [], []
+    for field in fields:
+        if not in_versions(field["versions"], version):
+            continue
+        attr = snake_case(field["name"])
+        if cls is not None and not _has_attribute(cls, attr):
+            items.append(f"{field['name']!r}: {_default(field)!r}")
+            continue
+        value = f"o.{attr}"
+        kind = field["type"]
+        nullable = "nullableVersions" in field and in_versions(field["nullableVersions"], version)
+        if kind.startswith("[]") and "fields" in field:
+            counter[0] += 1
+            inner = f"_s{counter[0]}"
+            helpers.append(_to_json_source(inner, field["fields"], version, _element_class(cls, attr), namespace, counter))
+            expr = f"[{inner}(x) for x in {value}]"
+        elif kind.startswith("[]"):
+            element = kind[2:]
+            expr = f"[uuid_text(x) for x in {value}]" if element == "uuid" else f"list({value})"
+        elif kind == "uuid":
+            expr = f"uuid_text({value})"
+        elif kind == "bytes":
+            expr = f"b64(bytes({value})).decode('ascii')"
+        elif kind == "bool":
+            expr = f"bool({value})"
+        elif kind in ("int8", "int16", "int32", "int64", "uint16"):
+            expr = f"int({value})"
+        else:
+            expr = value
+        if nullable or kind.startswith("[]"):
+            expr = f"(None if {value} is None else {expr})"
+        items.append(f"{field['name']!r}: {expr}")
+    body = ",\n        ".join(items)
+    return "\n".join(helpers) + f"\ndef {function}(o):\n    return {{\n        {body}\n    }}\n"
+
+
+def _has_attribute(cls, attr: str) -> bool:
+    import attrs as _attrs
+
+    if _attrs.has(cls):
+        return attr in {a.name for a in _attrs.fields(cls)}
+    return attr in getattr(cls, "__slots__", ()) or attr in getattr(cls, "FIELDS", ())
+
+
+_ELEMENT_CLASSES: dict[tuple[type, str], type | None] = {}
+
+
+def _element_class(cls, attr: str):
+    """The class of an array of structs' elements, when it can be told from the class (impl's
+    generated classes name it; the model's attrs classes do not, and the compiled converter then
+    reads every attribute the schema names)."""
+    return _ELEMENT_CLASSES.get((cls, attr))
+
+
+_FROM_JSON: dict[tuple[str, int, int], Callable[[dict], Any]] = {}
+
+
+def compiled_from_json(name: str, version: int, make: Callable[[str, dict[str, Any]], Any]) -> Callable[[dict], Any]:
+    """A function building, with ``make``, the object of ``name`` from its neutral form. When
+    ``make`` has a ``resolve(path) -> class`` attribute, the classes are looked up once, here, and
+    the generated code calls their constructors directly."""
+    key = (name, version, id(make))
+    function = _FROM_JSON.get(key)
+    if function is None:
+        resolve = getattr(make, "resolve", None)
+        namespace: dict[str, Any] = {"text_uuid": cached_text_uuid, "b64decode": base64.b64decode, "make": make}
+        source = _from_json_source("build", schema_of(name)["fields"], version, name, namespace, [0], resolve)
+        exec(source, namespace)  # noqa: S102 - generated from the schema
+        function = _FROM_JSON[key] = namespace["build"]
+    return function
+
+
+def _from_json_source(function: str, fields, version: int, path: str, namespace, counter, resolve=None) -> str:
+    helpers, arguments = [], []
+    for field in fields:
+        if not in_versions(field["versions"], version):
+            continue
+        name, attr, kind = field["name"], snake_case(field["name"]), field["type"]
+        if kind.startswith("[]") and "fields" in field:
+            counter[0] += 1
+            inner = f"_b{counter[0]}"
+            helpers.append(_from_json_source(inner, field["fields"], version, f"{path}.{kind[2:]}", namespace, counter, resolve))
+            expr = f"tuple({inner}(x) for x in v)"
+        elif kind.startswith("[]"):
+            expr = "tuple(text_uuid(x) for x in v)" if kind[2:] == "uuid" else "tuple(v)"
+        elif kind == "uuid":
+            expr = "text_uuid(v)"
+        elif kind == "bytes":
+            expr = "b64decode(v)"
+        else:
+            expr = "v"
+        arguments.append((name, attr, expr))
+    if resolve is not None:  # straight to the constructor; a field the data lacks keeps its default
+        counter[0] += 1
+        cls_name = f"_c{counter[0]}"
+        namespace[cls_name] = resolve(path)
+        lines = []
+        for name, attr, expr in arguments:
+            converter = f"_x{counter[0]}_{attr}"
+            namespace[converter] = eval(f"lambda v: None if v is None else {expr}", namespace)  # noqa: S307
+            lines.append(f"    if {name!r} in d: k[{attr!r}] = {converter}(d[{name!r}])")
+        simple = all(expr == "v" for _, _, expr in arguments)
+        if simple:
+            call = ", ".join(f"{attr}=d[{name!r}]" for name, attr, _ in arguments)
+            body = f"    try:\n        return {cls_name}({call})\n    except KeyError:\n        pass\n"
+        else:
+            call = ", ".join(f"{attr}=_x{counter[0]}_{attr}(d[{name!r}])" for name, attr, _ in arguments)
+            body = f"    try:\n        return {cls_name}({call})\n    except KeyError:\n        pass\n"
+        fallback = "\n".join(lines) or "    pass"
+        return "\n".join(helpers) + f"\ndef {function}(d):\n{body}    k = {{}}\n{fallback}\n    return {cls_name}(**k)\n"
+    lines = [f"    if {name!r} in d:\n        v = d[{name!r}]\n        k[{attr!r}] = None if v is None else {expr}" for name, attr, expr in arguments]
+    body = "\n".join(lines) or "    pass"
+    return "\n".join(helpers) + f"\ndef {function}(d):\n    k = {{}}\n{body}\n    return make({path!r}, k)\n"
+
+def fast_to_json(obj: Any, version: int = 0, name: str | None = None) -> dict[str, Any]:
+    """``to_json`` through the compiled converter of the object's class."""
+    return compiled_to_json(type(obj), version, name)(obj)
+
+
+def fast_from_json(data: dict[str, Any], name: str, make: Callable[[str, dict[str, Any]], Any], version: int = 0) -> Any:
+    """``from_json`` through the compiled converter."""
+    return compiled_from_json(name, version, make)(data)

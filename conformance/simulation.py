@@ -86,25 +86,48 @@ class Simulation:
         return action()
 
     def actions(self):
+        """(weight, action) for everything that can happen now; one pass over the brokers."""
         state = self.state
-        running = [b for b, p in self.processes.items() if p.state == BrokerState.RUNNING]
-        topic = state.image.topic_named(TOPIC)
-        yield (5 if self.unregistered_starters() else 0), self.register
-        yield (6 if self.due_heartbeats() else 0), self.heartbeat
-        yield (4 if state.log_end_offset > state.committed_offset else 0), self.commit
-        never_started = [b for b in self.stopped() if b not in self.incarnations]
-        yield (10 if never_started else 1 if self.stopped() else 0), self.start
-        yield (2 if self.recovering() else 0), self.finish_recovery
-        yield (4 if topic is None and len(running) >= min(3, len(self.processes)) else 0), self.create_topic
-        yield (2 if topic is not None else 0), self.alter_isr
-        yield (1 if topic is not None and len(state.image.brokers) > 1 else 0), self.reassign
-        yield (0.3 if running else 0), self.sigterm
-        yield (0.2 if running else 0), self.crash
-        yield (0.3 if self.decommissionable() else 0), self.unregister
-        yield (4 if self.impatient() else 0), self.give_up_shutdown
-        yield 0.2, self.failover
-        yield 0.3, self.snapshot
-        yield 3, self.tick
+        now = state.now_ms
+        image = state.image
+        running, stopped, never_started, starters, due, recovering, impatient = [], [], [], [], [], [], []
+        patience = SHUTDOWN_PATIENCE_HEARTBEATS * state.config.heartbeat_interval_ms
+        for b, p in self.processes.items():
+            kind = p.state
+            if kind == BrokerState.NOT_RUNNING:
+                stopped.append(b)
+                if b not in self.incarnations:
+                    never_started.append(b)
+                continue
+            if kind == BrokerState.RUNNING:
+                running.append(b)
+            elif kind == BrokerState.RECOVERY and not p.log_recovery_done:
+                recovering.append(b)
+            elif kind == BrokerState.PENDING_CONTROLLED_SHUTDOWN and now - self.shutdown_asked_at[b] >= patience:
+                impatient.append(b)
+            if p.registered:
+                if self.heartbeat_due.get(b, 0) <= now:
+                    due.append(b)
+            elif kind == BrokerState.STARTING and b not in self.waiting_registration and self.registration_due.get(b, 0) <= now:
+                starters.append(b)
+        topic = image.topic_named(TOPIC)
+        return [
+            (5 if starters else 0, self.register),
+            (6 if due else 0, self.heartbeat),
+            (4 if state.log_end_offset > state.committed_offset else 0, self.commit),
+            (10 if never_started else 1 if stopped else 0, self.start),
+            (2 if recovering else 0, self.finish_recovery),
+            (4 if topic is None and len(running) >= min(3, len(self.processes)) else 0, self.create_topic),
+            (2 if topic is not None else 0, self.alter_isr),
+            (1 if topic is not None and len(image.brokers) > 1 else 0, self.reassign),
+            (0.3 if running else 0, self.sigterm),
+            (0.2 if running else 0, self.crash),
+            (0.3 if stopped and self.decommissionable() else 0, self.unregister),
+            (4 if impatient else 0, self.give_up_shutdown),
+            (0.2, self.failover),
+            (0.3, self.snapshot),
+            (3, self.tick),
+        ]
 
     # ---- who can do what --------------------------------------------------------------
 

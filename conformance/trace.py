@@ -117,6 +117,7 @@ class Header:
 class Trace:
     header: Header
     steps: tuple[Step, ...]
+    _name: list = field(factory=list, eq=False, repr=False)  # the name, once computed
 
     def lines(self) -> list[str]:
         return [canonical(self.header.to_json(len(self.steps)))] + [canonical(s.to_json()) for s in self.steps]
@@ -125,12 +126,14 @@ class Trace:
     def name(self) -> str:
         """The trace's name: a hash of its content, its description left out, so that naming a
         regression trace does not rename it."""
-        header = self.header.to_json(len(self.steps))
-        del header["description"]
-        digest = hashlib.sha256(canonical(header).encode())
-        for step in self.steps:
-            digest.update(b"\n" + canonical(step.to_json()).encode())
-        return digest.hexdigest()[:16]
+        if not self._name:
+            header = self.header.to_json(len(self.steps))
+            del header["description"]
+            digest = hashlib.sha256(canonical(header).encode())
+            for step in self.steps:
+                digest.update(b"\n" + canonical(step.to_json()).encode())
+            self._name.append(digest.hexdigest()[:16])
+        return self._name[0]
 
     def with_description(self, description: str) -> "Trace":
         return Trace(Header(**{**_header_fields(self.header), "description": description}), self.steps)

@@ -77,7 +77,15 @@ def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = N
     body = "\n".join(f"    self.{n} = {n}" for n in names) or "    pass"
     namespace = {f"_d_{n}": v for n, v in defaults.items()}
     exec(f"def __init__(self, {params}):\n{body}\n", namespace)  # noqa: S102 - generated from the schema
-    cls = type(name, (Struct,), {"__slots__": names, "__init__": namespace["__init__"], "FIELDS": names})
+    compare = " and ".join(f"self.{n} == other.{n}" for n in names) or "True"
+    exec(  # noqa: S102 - generated from the schema
+        f"def __eq__(self, other):\n    if type(other) is not type(self):\n        return NotImplemented\n"
+        f"    return {compare}\n",
+        namespace,
+    )
+    cls = type(name, (Struct,), {
+        "__slots__": names, "__init__": namespace["__init__"], "__eq__": namespace["__eq__"], "__hash__": None, "FIELDS": names,
+    })
     cls.SCHEMA_FIELDS = tuple(fields)
     cls.__qualname__ = qualname or name
     for f in fields:

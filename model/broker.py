@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import IntEnum
 from uuid import UUID
 
-from attrs import evolve, frozen
+from attrs import frozen
 
 from .errors import Error
 from .messages import (
@@ -20,6 +20,7 @@ from .messages import (
     Listener,
 )
 from .rules import cite
+from .state import replace
 
 
 class BrokerState(IntEnum):
@@ -88,7 +89,7 @@ def on_registration_response(process: BrokerProcess, response: BrokerRegistratio
     """MEM-5: a successful registration gives the broker its epoch; an error changes nothing."""
     if response.error_code != Error.NONE or process.state not in RUNNING_PROCESS_STATES:
         return process
-    return evolve(process, epoch=response.broker_epoch)
+    return replace(process, epoch=response.broker_epoch)
 
 
 def heartbeat_request(process: BrokerProcess, version: int = 1) -> BrokerHeartbeatRequest:
@@ -115,28 +116,28 @@ def on_heartbeat_response(process: BrokerProcess, response: BrokerHeartbeatRespo
     if response.error_code != Error.NONE:
         return process
     if process.state == BrokerState.STARTING and response.is_caught_up:
-        return evolve(process, state=BrokerState.RECOVERY)
+        return replace(process, state=BrokerState.RECOVERY)
     if process.state == BrokerState.RECOVERY and not response.is_fenced:
-        return evolve(process, state=BrokerState.RUNNING)
+        return replace(process, state=BrokerState.RUNNING)
     if process.state == BrokerState.PENDING_CONTROLLED_SHUTDOWN and response.should_shut_down:
-        return evolve(process, state=BrokerState.SHUTTING_DOWN)
+        return replace(process, state=BrokerState.SHUTTING_DOWN)
     return process
 
 
 def catch_up(process: BrokerProcess, committed_offset: int) -> BrokerProcess:
     """The broker fetches committed metadata, up to ``committed_offset`` (never back)."""
-    return evolve(process, next_offset=max(process.next_offset, committed_offset))
+    return replace(process, next_offset=max(process.next_offset, committed_offset))
 
 
 def finish_log_recovery(process: BrokerProcess) -> BrokerProcess:
     """MEM-4: in RECOVERY, once log recovery is done the broker stops asking to stay fenced."""
-    return evolve(process, log_recovery_done=True)
+    return replace(process, log_recovery_done=True)
 
 
 def sigterm(process: BrokerProcess) -> BrokerProcess:
     """MEM-5: STARTING, RECOVERY or RUNNING -> PENDING_CONTROLLED_SHUTDOWN."""
     if process.state in (BrokerState.STARTING, BrokerState.RECOVERY, BrokerState.RUNNING):
-        return evolve(process, state=BrokerState.PENDING_CONTROLLED_SHUTDOWN)
+        return replace(process, state=BrokerState.PENDING_CONTROLLED_SHUTDOWN)
     return process
 
 

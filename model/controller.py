@@ -85,15 +85,16 @@ def step(state: ControllerState, event: Event) -> StepResult:
 def _request(state: ControllerState, request: Request) -> StepResult:
     cite("RPC-6")
     seq = state.next_seq
-    state = state.evolve(next_seq=seq + 1)
     if isinstance(request, ListPartitionReassignmentsRequest):
         # LOG-8: a read, answered at once from committed state
-        return StepResult(state, replies=(Reply(seq, request, handle_list_partition_reassignments(state, request)),), seq=seq)
+        reply = Reply(seq, request, handle_list_partition_reassignments(state, request))
+        return StepResult(state.evolve(next_seq=seq + 1), replies=(reply,), seq=seq)
     decision = WRITE_HANDLERS[type(request)](state, request)
     state, batch = append(state, decision.records)
+    changes = {"next_seq": seq + 1}
     if decision.leases is not None:
-        state = state.evolve(leases=decision.leases)
-    state, replies = answer_after_commit(state, seq, request, decision.response)
+        changes["leases"] = decision.leases
+    state, replies = answer_after_commit(state, seq, request, decision.response, **changes)
     return StepResult(state, batches=(batch,) if batch else (), replies=replies, seq=seq)
 
 

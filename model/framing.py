@@ -7,6 +7,7 @@ production codec; this one is the reference it is compared with.
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from typing import Any
@@ -32,11 +33,13 @@ class FrameError(ValueError):
         self.problem = problem
 
 
+@functools.cache
 def snake_case(name: str) -> str:
     """A schema field name in the model's spelling: ``BrokerEpoch`` -> ``broker_epoch``."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+@functools.cache
 def _in_versions(spec: str, version: int) -> bool:
     if spec.endswith("+"):
         return version >= int(spec[:-1])

@@ -12,7 +12,7 @@ from .partitions import fence_broker, move_leaderships, unfence_broker
 from .records import Record
 from .replay import replay_all
 from .rules import cite, reject
-from .state import ControllerState, Lease, MetadataImage
+from .state import ControllerState, Lease, MetadataImage, replace
 
 SUPPORTED_HEARTBEAT_VERSIONS = (0, 1)  # RPC-1
 
@@ -71,11 +71,11 @@ def handle_broker_heartbeat(state: ControllerState, request: BrokerHeartbeatRequ
         return Decision(response=_status(state, request, state.image, state.leases, should_shut_down=False))
 
     cite("LEASE-7")
-    lease = evolve(lease, last_contact_ms=state.now_ms, metadata_offset=request.current_metadata_offset)
+    lease = replace(lease, last_contact_ms=state.now_ms, metadata_offset=request.current_metadata_offset)
     leases = {**state.leases, request.broker_id: lease}
     records, leases, should_shut_down = _transition(state, request, leases)
     # REG-4: a broker answered ShouldShutDown gives its id up; any other answer takes it back
-    leases = {**leases, request.broker_id: evolve(leases[request.broker_id], shutdown_granted=should_shut_down)}
+    leases = {**leases, request.broker_id: replace(leases[request.broker_id], shutdown_granted=should_shut_down)}
     image = replay_all(state.image, records)
     return Decision(records=tuple(records), response=_status(state, request, image, leases, should_shut_down), leases=leases)
 
@@ -115,7 +115,7 @@ def _controlled_shutdown(
 ) -> tuple[list[Record], dict[int, Lease], bool]:
     """SHUT-1 to SHUT-3 for an unfenced broker that wants to shut down (DEC-14)."""
     cite("SHUT-1")
-    leases = {**leases, broker_id: evolve(leases[broker_id], in_controlled_shutdown=True)}
+    leases = {**leases, broker_id: replace(leases[broker_id], in_controlled_shutdown=True)}
     moves = move_leaderships(image, leases, broker_id)  # SHUT-2; SHUT-5: it is ineligible from now on
     after_moves = replay_all(image, moves)
     if after_moves.leads_any(broker_id):

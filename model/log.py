@@ -83,12 +83,17 @@ def release(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]]
 
 
 def answer_after_commit(
-    state: ControllerState, seq: int, request: Request, response: Response
+    state: ControllerState, seq: int, request: Request, response: Response, **changes
 ) -> tuple[ControllerState, tuple[Reply, ...]]:
     """LOG-7: hold a write's response until the log as it stands now has committed (DEC-21:
-    refusals and record-less results too)."""
-    pending = PendingReply(seq, state.log_end_offset, request, response)
-    return release(state.evolve(pending=state.pending + (pending,)))
+    refusals and record-less results too). ``changes`` are other fields of the state to set in
+    the same copy."""
+    release_offset = state.log_end_offset
+    if release_offset <= state.committed_offset and not state.pending:
+        cite("LOG-7")  # already committed, nothing before it waiting: released at once
+        return (state.evolve(**changes) if changes else state), (Reply(seq, request, response),)
+    pending = PendingReply(seq, release_offset, request, response)
+    return release(state.evolve(pending=state.pending + (pending,), **changes))
 
 
 def failover(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from attrs import evolve
 
 from .records import (
     NO_LEADER,
@@ -23,7 +22,7 @@ from .records import (
 )
 from .replay import replay
 from .rules import cite
-from .state import Lease, MetadataImage, Partition
+from .state import Lease, MetadataImage, Partition, replace
 
 Leases = dict[int, Lease]
 
@@ -148,7 +147,7 @@ def fence_broker(image: MetadataImage, leases: Leases, broker_id: int) -> tuple[
     fence = FenceBrokerRecord(broker_id, image.brokers[broker_id].epoch)
     fenced = replay(image, fence)
     lease = leases[broker_id]
-    leases = {**leases, broker_id: evolve(lease, in_controlled_shutdown=False)}
+    leases = {**leases, broker_id: replace(lease, in_controlled_shutdown=False)}
     changes: list[Record] = []
     for partition in fenced.partitions_in_order():
         if broker_id not in partition.isr:

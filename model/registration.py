@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from attrs import evolve
 
 from .decision import Decision
 from .errors import Error
@@ -16,7 +15,7 @@ from .messages import (
 from .partitions import unregister_broker
 from .records import BrokerEndpoint, BrokerFeature, RegisterBrokerRecord
 from .rules import cite, reject
-from .state import ControllerState, Lease
+from .state import ControllerState, Lease, replace
 
 
 def is_malformed(request: BrokerRegistrationRequest) -> bool:
@@ -59,7 +58,7 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
     if existing is not None and existing.incarnation_id == request.incarnation_id:
         cite("REG-3")  # DEC-5: a retry gets the same result and changes nothing but the lease
         cite("LEASE-7")
-        lease = evolve(state.leases[request.broker_id], last_contact_ms=state.now_ms)
+        lease = replace(state.leases[request.broker_id], last_contact_ms=state.now_ms)
         return Decision(
             response=BrokerRegistrationResponse(Error.NONE, existing.epoch),
             leases={**state.leases, request.broker_id: lease},

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from attrs import evolve
 
 from .records import (
     NO_LEADER_CHANGE,
@@ -25,7 +24,7 @@ from .records import (
     UnregisterBrokerRecord,
 )
 from .rules import cite
-from .state import BrokerRegistration, FeatureRange, MetadataImage, Partition, Topic
+from .state import BrokerRegistration, FeatureRange, MetadataImage, Partition, Topic, replace
 
 
 def replay(image: MetadataImage, record: Record) -> MetadataImage:
@@ -59,7 +58,7 @@ def replay_register_broker(image: MetadataImage, record: RegisterBrokerRecord) -
         rack=record.rack,
         fenced=True,
     )
-    return evolve(image, brokers={**image.brokers, record.broker_id: registration})
+    return replace(image, brokers={**image.brokers, record.broker_id: registration})
 
 
 def replay_unregister_broker(image: MetadataImage, record: UnregisterBrokerRecord) -> MetadataImage:
@@ -68,7 +67,7 @@ def replay_unregister_broker(image: MetadataImage, record: UnregisterBrokerRecor
         return _unchanged(image)
     cite("UNREG-3")
     brokers = {b: r for b, r in image.brokers.items() if b != record.broker_id}
-    return evolve(image, brokers=brokers)
+    return replace(image, brokers=brokers)
 
 
 def _set_fenced(image: MetadataImage, broker_id: int, epoch: int, fenced: bool) -> MetadataImage:
@@ -76,7 +75,7 @@ def _set_fenced(image: MetadataImage, broker_id: int, epoch: int, fenced: bool) 
     if current is None or current.epoch != epoch:
         return _unchanged(image)
     cite("LEASE-15")  # only the flag; partitions change through their own records (DEC-8)
-    return evolve(image, brokers={**image.brokers, broker_id: evolve(current, fenced=fenced)})
+    return replace(image, brokers={**image.brokers, broker_id: replace(current, fenced=fenced)})
 
 
 def replay_fence_broker(image: MetadataImage, record: FenceBrokerRecord) -> MetadataImage:
@@ -91,7 +90,7 @@ def replay_topic(image: MetadataImage, record: TopicRecord) -> MetadataImage:
     if record.topic_id in image.topics or image.topic_named(record.topic_name) is not None:
         return _unchanged(image)
     cite("TOPIC-6")
-    return evolve(image, topics={**image.topics, record.topic_id: Topic(record.topic_name, record.topic_id)})
+    return replace(image, topics={**image.topics, record.topic_id: Topic(record.topic_name, record.topic_id)})
 
 
 def replay_partition(image: MetadataImage, record: PartitionRecord) -> MetadataImage:
@@ -109,7 +108,7 @@ def replay_partition(image: MetadataImage, record: PartitionRecord) -> MetadataI
         leader_epoch=record.leader_epoch,
         partition_epoch=record.partition_epoch,
     )
-    return evolve(image, partitions={**image.partitions, partition.key: partition})
+    return replace(image, partitions={**image.partitions, partition.key: partition})
 
 
 def replay_partition_change(image: MetadataImage, record: PartitionChangeRecord) -> MetadataImage:
@@ -117,7 +116,7 @@ def replay_partition_change(image: MetadataImage, record: PartitionChangeRecord)
     if current is None:
         return _unchanged(image)
     cite("PART-2")
-    changed = evolve(
+    changed = replace(
         current,
         isr=current.isr if record.isr is None else record.isr,
         replicas=current.replicas if record.replicas is None else record.replicas,
@@ -127,7 +126,7 @@ def replay_partition_change(image: MetadataImage, record: PartitionChangeRecord)
         leader_epoch=current.leader_epoch + (0 if record.leader == NO_LEADER_CHANGE else 1),  # DEC-17
         partition_epoch=current.partition_epoch + 1,
     )
-    return evolve(image, partitions={**image.partitions, changed.key: changed})
+    return replace(image, partitions={**image.partitions, changed.key: changed})
 
 
 def replay_remove_topic(image: MetadataImage, record: RemoveTopicRecord) -> MetadataImage:
@@ -136,13 +135,13 @@ def replay_remove_topic(image: MetadataImage, record: RemoveTopicRecord) -> Meta
     cite("TOPIC-8")  # the partitions go with the topic, and so do their reassignments (REASSIGN-12)
     topics = {tid: t for tid, t in image.topics.items() if tid != record.topic_id}
     partitions = {key: p for key, p in image.partitions.items() if p.topic_id != record.topic_id}
-    return evolve(image, topics=topics, partitions=partitions)
+    return replace(image, topics=topics, partitions=partitions)
 
 
 def replay_feature_level(image: MetadataImage, record: FeatureLevelRecord) -> MetadataImage:
     cite("LOG-17")
     feature = FeatureRange(record.name, record.min_feature_level, record.max_feature_level)
-    return evolve(image, features={**image.features, record.name: feature})
+    return replace(image, features={**image.features, record.name: feature})
 
 
 _REPLAY = {

@@ -9,8 +9,6 @@ the order they first fired. ``controller.step`` opens the block, and its result 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 from attrs import define, field
@@ -42,12 +40,15 @@ def reject(rule_id: str) -> None:
         log.rejected.append(rule_id)
 
 
-@contextmanager
-def collecting() -> Iterator[RuleLog]:
-    """Gather the rules cited inside the block."""
-    log = RuleLog()
-    token = _log.set(log)
-    try:
-        yield log
-    finally:
-        _log.reset(token)
+class collecting:
+    """Gather the rules cited inside the block: ``with collecting() as log: ...``."""
+
+    __slots__ = ("log", "token")
+
+    def __enter__(self) -> RuleLog:
+        self.log = RuleLog()
+        self.token = _log.set(self.log)
+        return self.log
+
+    def __exit__(self, *exc) -> None:
+        _log.reset(self.token)

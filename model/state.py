@@ -10,9 +10,11 @@ commit, the clock) belongs to the active controller and is never logged.
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 from uuid import UUID
 
-from attrs import evolve, field, frozen
+import attrs
+from attrs import field, frozen
 
 from .messages import Request, Response
 from .records import NO_LEADER, BrokerEndpoint, BrokerFeature, Record
@@ -22,6 +24,32 @@ DEFAULT_CLUSTER_ID = "BzQ3d36UVz-6ojsUlsLasQ"
 
 DEFAULT_HEARTBEAT_INTERVAL_MS = 3000  # LEASE-1, DEC-12
 DEFAULT_SESSION_TIMEOUT_MS = 18000  # LEASE-1, DEC-12
+
+
+T = TypeVar("T")
+_REPLACERS: dict[type, object] = {}
+_KEEP = object()
+
+
+def replace(instance: T, **changes) -> T:
+    """A copy of a frozen state object with some fields changed: ``attrs.evolve`` without its
+    look at the class on every call, which the model would pay several times per event. Only for
+    the state classes, which have no converters or validators to run."""
+    cls = type(instance)
+    replacer = _REPLACERS.get(cls)
+    if replacer is None:
+        replacer = _REPLACERS[cls] = _make_replacer(cls)
+    return replacer(instance, **changes)
+
+
+def _make_replacer(cls: type):
+    names = [a.name for a in attrs.fields(cls)]
+    params = ", ".join(f"{n}=_KEEP" for n in names)
+    body = "\n".join(f"    _set(new, {n!r}, o.{n} if {n} is _KEEP else {n})" for n in names)
+    source = f"def replace_{cls.__name__}(o, {params}):\n    new = _new(_cls)\n{body}\n    return new\n"
+    namespace = {"_KEEP": _KEEP, "_set": object.__setattr__, "_new": object.__new__, "_cls": cls}
+    exec(source, namespace)  # noqa: S102 - generated from the class's own fields
+    return namespace[f"replace_{cls.__name__}"]
 
 
 class ConfigError(ValueError):
@@ -275,4 +303,4 @@ class ControllerState:
         return self.leases[broker_id]
 
     def evolve(self, **changes) -> "ControllerState":
-        return evolve(self, **changes)
+        return replace(self, **changes)

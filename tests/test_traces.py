@@ -83,3 +83,17 @@ def test_malformed_traces_are_refused_naming_file_line_and_field(tmp_path, edit,
         read(path)
     message = str(caught.value)
     assert message.startswith(str(path)) and where in message
+
+
+def test_an_adapter_that_changes_step_is_replayed_through_it():
+    """The in-process fast path applies only to impl's own step(); a wrapper that alters replies is seen."""
+
+    class Lying(ImplAdapter):
+        def step(self, event):
+            outputs = super().step(event)
+            for reply in outputs["replies"]:
+                reply["body"]["ErrorCode"] = 42
+            return outputs
+
+    trace = walk(6, 60)
+    assert not replay(trace, Lying(), "responses").passed

@@ -1,0 +1,292 @@
+"""The conformance commands: ``kraftspec generate``, ``replay``, ``shrink``, ``coverage``, ``mutate``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from kraftspec.conformance.trace import LEVELS, TraceError, read, read_all
+
+
+class Progress:
+    """A progress bar on standard error, drawn only when it is a terminal (CI logs stay clean)."""
+
+    def __init__(self, total: int, label: str, stream=None) -> None:
+        self.total, self.label, self.done = total, label, 0
+        self.stream = stream or sys.stderr
+        self.enabled = hasattr(self.stream, "isatty") and self.stream.isatty() and total > 1
+        self.started = time.perf_counter()
+
+    def advance(self, note: str = "") -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        width = 30
+        filled = int(width * self.done / self.total)
+        elapsed = time.perf_counter() - self.started
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                          f"{elapsed:.0f}s {note[:40]:<40}")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def junit(suite: str, cases: list[tuple[str, str, float, str | None]]) -> str:
+    """JUnit XML: one testcase per (classname, name, seconds, failure report or None)."""
+    root = ET.Element("testsuites")
+    failures = sum(1 for *_, failure in cases if failure)
+    node = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)), failures=str(failures),
+                         time=f"{sum(seconds for _, _, seconds, _ in cases):.3f}")
+    for classname, name, seconds, failure in cases:
+        case = ET.SubElement(node, "testcase", classname=classname, name=name, time=f"{seconds:.3f}")
+        if failure:
+            ET.SubElement(case, "failure", message=failure.splitlines()[0][:200]).text = failure
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+def _seeds(text: str) -> range:
+    """``7`` or ``100:200`` (the second bound excluded)."""
+    try:
+        if ":" in text:
+            low, high = text.split(":", 1)
+            seeds = range(int(low), int(high))
+        else:
+            seeds = range(int(text), int(text) + 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seeds must be N or FIRST:END, got {text!r}") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"--seeds {text!r} is empty")
+    return seeds
+
+
+def _faults(text: str) -> list[str]:
+    from kraftspec.conformance.generate import FAULTS
+
+    faults = [f for f in text.split(",") if f]
+    unknown = [f for f in faults if f not in FAULTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"--faults: unknown fault {unknown[0]!r}; known: {', '.join(FAULTS)}")
+    return faults
+
+
+def _positive(name: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be at least 1, got {value}")
+        return value
+
+    return parse
+
+
+def add_parsers(commands) -> None:
+    generate = commands.add_parser(
+        "generate", help="record traces from the model",
+        description="Record conformance traces from the model (spec/traces.md), one file per seed, named by "
+        "the hash of their content. 'walk' is a random walk of a simulated cluster with faults, each seed "
+        "drawing its own cluster size and fault mix (swarm); 'targeted' searches for traces that fire every "
+        "rule of the spec; 'exhaustive' enumerates a small scope.",
+    )
+    generate.add_argument("--generator", choices=["walk", "targeted", "exhaustive"], default="walk")
+    generate.add_argument("--seeds", type=_seeds, default=range(0, 1), metavar="N|FIRST:END",
+                          help="one seed or a range, the end excluded (walk; default 0)")
+    generate.add_argument("--steps", type=_positive("--steps"), default=50, help="events per trace (walk; default 50)")
+    generate.add_argument("--brokers", type=_positive("--brokers"), help="brokers (walk; default: drawn from the seed)")
+    generate.add_argument("--partitions", type=_positive("--partitions"), help="partitions (walk; default: drawn from the seed)")
+    generate.add_argument("--faults", type=_faults, help="comma-separated faults (walk; default: drawn from the seed)")
+    generate.add_argument("--depth", type=_positive("--depth"), default=4, help="search depth (exhaustive; default 4)")
+    generate.add_argument("--out", required=True, help="directory to write the traces to (created if missing)")
+
+    replay = commands.add_parser(
+        "replay", help="replay traces against an implementation",
+        description="Replay traces against a system under test and stop each at its first divergence, "
+        "reporting the step, the event, expected against actual, the rules involved and a command that "
+        "reproduces it. Exit status 1 if any trace fails, 2 for bad input.",
+    )
+    replay.add_argument("traces", nargs="+", help="trace files, or directories of *.jsonl")
+    replay.add_argument("--adapter", default="impl", help="impl (default), model, or subprocess:COMMAND (spec/protocol.md)")
+    replay.add_argument("--level", choices=LEVELS, default="records", help="what to compare (default records; spec/traces.md)")
+    replay.add_argument("--junit", metavar="PATH", help="also write the results as JUnit XML")
+    replay.add_argument("--quiet", action="store_true", help="print only failures and the summary")
+
+    shrink = commands.add_parser(
+        "shrink", help="reduce a failing trace to a minimal one",
+        description="Reduce a trace on which the system under test diverges to a shortest trace that still "
+        "diverges the same way (re-recorded from the model, so it stays valid), and write it to the corpus.",
+    )
+    shrink.add_argument("trace", help="the failing trace")
+    shrink.add_argument("--adapter", default="impl")
+    shrink.add_argument("--level", choices=LEVELS, default="records")
+    shrink.add_argument("--corpus", default="conformance/corpus", help="where to write the shrunk trace")
+    shrink.add_argument("--description", default="", help="a one-line description for the corpus")
+
+    coverage = commands.add_parser(
+        "coverage", help="which rules a set of traces exercises",
+        description="Count, for every rule the controller can fire, how many steps and traces of the given "
+        "traces fired it, and list the rules never reached.",
+    )
+    coverage.add_argument("traces", nargs="+", help="trace files, or directories of *.jsonl")
+    coverage.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+
+    mutate = commands.add_parser(
+        "mutate", help="check that the corpus and the stateful tests catch deliberate bugs in impl",
+        description="Apply, one at a time, deliberate single-rule breakages to impl and report which the "
+        "regression corpus and the stateful tests catch, with the kill rate.",
+    )
+    mutate.add_argument("--corpus", default="conformance/corpus")
+    mutate.add_argument("--no-stateful", action="store_true", help="replay the corpus only (faster)")
+    mutate.add_argument("--junit", metavar="PATH")
+    mutate.add_argument("--json", metavar="PATH")
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"kraftspec: error: {message}\n")
+    return 2
+
+
+def _adapter(spec: str):
+    from kraftspec.conformance.subprocess_adapter import adapter_from_spec
+
+    return adapter_from_spec(spec)
+
+
+def run_generate(args) -> int:
+    from kraftspec.conformance.generate import walk
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.generator == "walk":
+        progress = Progress(len(args.seeds), "generating")
+        for seed in args.seeds:
+            trace = walk(seed, args.steps, args.brokers, args.partitions, args.faults)
+            path = trace.write(out)
+            progress.advance(path.name)
+            print(f"{path}  seed {seed}, {len(trace.steps)} steps, {len(trace.rules())} rules")
+        progress.finish()
+        return 0
+    if args.generator == "targeted":
+        from kraftspec.conformance.targeted import targeted
+
+        traces = targeted()
+    else:
+        from kraftspec.conformance.exhaustive import exhaustive_traces
+
+        traces = exhaustive_traces(depth=args.depth)
+    count = 0
+    for trace in traces:
+        path = trace.write(out)
+        count += 1
+        print(f"{path}  {len(trace.steps)} steps")
+    print(f"{count} traces written to {out}")
+    return 0
+
+
+def run_replay(args) -> int:
+    from kraftspec.conformance.adapters import AdapterFailure
+
+    try:
+        adapter = _adapter(args.adapter)  # one for every trace: a server process is started once
+    except ValueError as problem:
+        return _fail(str(problem))
+    try:  # read and check every trace before replaying any (nothing half-way)
+        traces = list(read_all(args.traces))
+    except TraceError as problem:
+        return _fail(str(problem))
+    except OSError as problem:
+        return _fail(f"{problem.filename}: {problem.strerror}")
+    if not traces:
+        return _fail(f"no traces found in {' '.join(args.traces)}")
+    from kraftspec.conformance.replay import replay
+
+    progress = Progress(len(traces), "replaying")
+    cases, failed, events = [], 0, 0
+    started = time.perf_counter()
+    try:
+        for path, trace in traces:
+            try:
+                verdict = replay(trace, adapter, args.level, path)
+            except (ValueError, AdapterFailure) as problem:
+                return _fail(f"{path}: {problem}")
+            events += verdict.steps
+            report = None if verdict.passed else verdict.report(args.adapter)
+            if report:
+                failed += 1
+                print(report)
+            elif not args.quiet:
+                print(verdict.report())
+            cases.append((f"kraftspec.{adapter.name}.{args.level}", path.name, verdict.seconds, report))
+            progress.advance(path.name)
+    finally:
+        getattr(adapter, "shutdown", adapter.close)()
+        progress.finish()
+    seconds = time.perf_counter() - started
+    print(f"{len(traces) - failed} of {len(traces)} traces passed ({events} events, {seconds:.1f} s, adapter {args.adapter}, level {args.level})")
+    if args.junit:
+        Path(args.junit).write_text(junit("kraftspec replay", cases), encoding="utf-8")
+    return 1 if failed else 0
+
+
+def run_shrink(args) -> int:
+    from kraftspec.conformance.replay import replay
+    from kraftspec.conformance.shrink import failing_against, shrink, write_to_corpus
+
+    try:
+        trace = read(args.trace)
+        _adapter(args.adapter).close()
+    except (TraceError, ValueError) as problem:
+        return _fail(str(problem))
+    verdict = replay(trace, _adapter(args.adapter), args.level, args.trace)
+    if verdict.passed:
+        return _fail(f"{args.trace} passes against {args.adapter} at level {args.level}: nothing to shrink")
+    smaller = shrink(trace, failing_against(lambda: _adapter(args.adapter), args.level))
+    description = args.description or f"shrunk from {Path(args.trace).name}: {verdict.divergence.part} differ at step {verdict.divergence.step}"
+    path = write_to_corpus(smaller, description, args.corpus)
+    print(f"{len(trace.steps)} steps -> {len(smaller.steps)} steps: {path}")
+    print(replay(smaller, _adapter(args.adapter), args.level, path).report(args.adapter))
+    return 0
+
+
+def run_coverage(args) -> int:
+    from kraftspec.conformance.coverage import coverage
+
+    try:
+        traces = [trace for _, trace in read_all(args.traces)]
+    except TraceError as problem:
+        return _fail(str(problem))
+    report = coverage(traces)
+    print(report.table())
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=2), encoding="utf-8")
+    return 0
+
+
+def run_mutate(args) -> int:
+    from kraftspec.conformance.mutation import run
+
+    report = run(corpus=args.corpus, stateful=not args.no_stateful)
+    print(report.table())
+    if args.junit:
+        Path(args.junit).write_text(report.junit(), encoding="utf-8")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=2), encoding="utf-8")
+    return 0
+
+
+COMMANDS = {
+    "generate": run_generate,
+    "replay": run_replay,
+    "shrink": run_shrink,
+    "coverage": run_coverage,
+    "mutate": run_mutate,
+}

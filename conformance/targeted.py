@@ -1,0 +1,425 @@
+"""Targeted generation: a short trace that fires each runtime rule, and the regression corpus.
+
+:func:`targeted` takes the runtime rules (conformance/coverage.py) not yet reached and, for each in
+turn, searches random walks (conformance/generate.py) in a fixed order: lengths short to long,
+seeds upward, each seed once with its swarm draw of faults and once with every fault on. The
+first walk that fires the rule is cut after that step and shrunk (conformance/shrink.py) to the
+shortest trace that still fires it; every rule the shrunk trace fires counts as reached. Rules no
+walk fires are tried with a small scripted scenario of :data:`SCENARIOS` (model events written by
+hand: a partition named twice in an AlterIsr, a heartbeat with a negative offset, ...), recorded
+and shrunk the same way. What neither reaches is reported with the reason.
+
+Rules the model fires while starting a controller (LOG-14, the bootstrap batch) are reached by
+every trace and need none of their own.
+
+:func:`build_corpus` makes conformance/corpus/ again: the targeted traces, a few realistic walks
+with faults, and the regression traces of :data:`REGRESSIONS`, each with a one-line description,
+and the index (README.md); traces added by hand are kept, recorded again from their events.
+Everything is deterministic: the same model gives the same files. Run
+``python -m kraftspec.conformance.targeted conformance/corpus`` to rebuild it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from uuid import UUID
+
+from attrs import frozen
+
+from kraftspec.model import Commit, Config, Tick, initial_state, step
+from kraftspec.model.messages import (
+    AlterIsrPartition,
+    AlterIsrRequest,
+    AlterIsrTopic,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    CreatableTopic,
+    CreateTopicsRequest,
+    Feature,
+    ReplicaAssignment,
+    UnregisterBrokerRequest,
+)
+from kraftspec.spec import title
+
+from .adapters import config_json, model_config, model_event
+from .coverage import NOT_REACHABLE_BY_EVENTS, rule_key, runtime_rules, start_rules, write_index
+from .generate import FAULTS, record, walk
+from .shrink import DEFAULT_BUDGET, fires, shrink
+from .trace import Trace, read_all
+
+WALK_LENGTHS = (40, 120, 300)
+WALK_SEEDS = range(100)
+FEATURES = (Feature("metadata.format", 1, 1),)
+
+
+# ---- scripted scenarios ------------------------------------------------------------------------
+
+
+def incarnation(broker_id: int, generation: int = 0) -> UUID:
+    """A recognisable incarnation id: broker 3's second process is 0...0302."""
+    return UUID(int=(broker_id << 8) + generation + 1)
+
+
+def topic_id(name: str) -> UUID:
+    return UUID(int=sum(ord(c) << (8 * i) for i, c in enumerate(name[:15])) + 1)
+
+
+class Scenario:
+    """Model events written by hand. Each event is run on the model as it is added, so that the
+    next one can use what the controller decided (an epoch, a partition's leader epoch)."""
+
+    def __init__(self, config: Config | None = None):
+        self.config = config or Config()
+        self.state = initial_state(self.config)
+        self.events: list = []
+
+    def send(self, event) -> "Scenario":
+        self.events.append(event)
+        self.state = step(self.state, event).state
+        return self
+
+    def commit(self) -> "Scenario":
+        return self.send(Commit(self.state.log_end_offset))
+
+    def tick(self, now_ms: int) -> "Scenario":
+        return self.send(Tick(now_ms))
+
+    def epoch(self, broker_id: int) -> int:
+        return self.state.image.brokers[broker_id].epoch
+
+    def register(self, broker_id: int, generation: int = 0, features=FEATURES) -> "Scenario":
+        request = BrokerRegistrationRequest(broker_id, self.config.cluster_id, incarnation(broker_id, generation), features=features)
+        return self.send(request).commit()
+
+    def heartbeat(self, broker_id: int, offset: int | None = None, version: int = 1, want_fence: bool = False,
+                  want_shut_down: bool = False) -> "Scenario":
+        """A heartbeat, caught up to the committed log unless ``offset`` says otherwise; committed."""
+        offset = self.state.committed_offset if offset is None else offset
+        return self.send(BrokerHeartbeatRequest(broker_id, self.epoch(broker_id), offset, want_fence, want_shut_down, version)).commit()
+
+    def start_brokers(self, *broker_ids: int) -> "Scenario":
+        """Register each broker, then unfence each with a caught-up heartbeat."""
+        for b in broker_ids:
+            self.register(b)
+        for b in broker_ids:
+            self.heartbeat(b)
+        return self
+
+    def create_topic(self, name: str, assignment: list[list[int]]) -> "Scenario":
+        topic = CreatableTopic(name, topic_id(name), assignments=[ReplicaAssignment(i, r) for i, r in enumerate(assignment)])
+        return self.send(CreateTopicsRequest([topic])).commit()
+
+    def partition(self, name: str, index: int = 0):
+        image = self.state.image
+        return image.partitions[(image.topic_named(name).topic_id, index)]
+
+    def isr_entry(self, name: str, isr, index: int = 0, leader_epoch: int | None = None,
+                  partition_epoch: int | None = None) -> AlterIsrPartition:
+        """An AlterIsr entry for a partition, with its current epochs unless given."""
+        p = self.partition(name, index)
+        return AlterIsrPartition(index, p.leader_epoch if leader_epoch is None else leader_epoch, isr,
+                                 p.partition_epoch if partition_epoch is None else partition_epoch)
+
+    def alter_isr(self, broker_id: int, name: str, *entries: AlterIsrPartition) -> "Scenario":
+        request = AlterIsrRequest(broker_id, self.epoch(broker_id), [AlterIsrTopic(topic_id(name), entries)])
+        return self.send(request).commit()
+
+
+def unknown_partition() -> Scenario:
+    """ISR-3: the leader of orders-0 asks to change orders-5, which does not exist."""
+    s = Scenario().start_brokers(1, 2).create_topic("orders", [[1, 2]])
+    entry = s.isr_entry("orders", [1])
+    return s.alter_isr(1, "orders", AlterIsrPartition(5, entry.leader_epoch, [1], entry.partition_epoch))
+
+
+def stale_leader_epoch() -> Scenario:
+    """ISR-4: the leader sends a leader epoch other than the partition's."""
+    s = Scenario().start_brokers(1, 2).create_topic("orders", [[1, 2]])
+    return s.alter_isr(1, "orders", s.isr_entry("orders", [1], leader_epoch=s.partition("orders").leader_epoch + 1))
+
+
+def not_the_leader() -> Scenario:
+    """ISR-5: a follower asks to change the ISR of a partition it does not lead."""
+    s = Scenario().start_brokers(1, 2).create_topic("orders", [[1, 2]])
+    return s.alter_isr(2, "orders", s.isr_entry("orders", [1, 2]))
+
+
+def stale_partition_epoch() -> Scenario:
+    """ISR-6: the leader shrinks the ISR, then sends a change based on the partition epoch before it."""
+    s = Scenario().start_brokers(1, 2).create_topic("orders", [[1, 2]])
+    before = s.isr_entry("orders", [1])
+    s.alter_isr(1, "orders", before)
+    return s.alter_isr(1, "orders", AlterIsrPartition(0, before.leader_epoch, [1, 2], before.partition_epoch))
+
+
+def fenced_replica_in_isr() -> Scenario:
+    """ISR-8: the leader names a replica that is registered but fenced."""
+    s = Scenario().start_brokers(1, 2).register(3).create_topic("orders", [[1, 2, 3]])
+    return s.alter_isr(1, "orders", s.isr_entry("orders", [1, 2, 3]))
+
+
+def partition_named_twice() -> Scenario:
+    """ISR-11: one request names the same partition twice."""
+    s = Scenario().start_brokers(1, 2).create_topic("orders", [[1, 2]])
+    return s.alter_isr(1, "orders", s.isr_entry("orders", [1]), s.isr_entry("orders", [1, 2]))
+
+
+def negative_metadata_offset() -> Scenario:
+    """LEASE-5: a registered broker heartbeats with CurrentMetadataOffset -1."""
+    return Scenario().register(1).heartbeat(1, offset=-1)
+
+
+def unsupported_features() -> Scenario:
+    """REG-5: a broker that does not support the finalized metadata.format level registers."""
+    return Scenario().register(1, features=(Feature("metadata.format", 2, 3),))
+
+
+def unknown_broker_unregistered() -> Scenario:
+    """UNREG-1: the operator unregisters a broker id that was never registered."""
+    s = Scenario().start_brokers(1)
+    return s.send(UnregisterBrokerRequest(7)).commit()
+
+
+SCENARIOS: dict[str, Callable[[], Scenario]] = {
+    "ISR-3": unknown_partition,
+    "ISR-4": stale_leader_epoch,
+    "ISR-5": not_the_leader,
+    "ISR-6": stale_partition_epoch,
+    "ISR-8": fenced_replica_in_isr,
+    "ISR-11": partition_named_twice,
+    "LEASE-5": negative_metadata_offset,
+    "REG-5": unsupported_features,
+    "UNREG-1": unknown_broker_unregistered,
+}
+"""For the rules random walks do not reach: a scripted scenario that fires each."""
+
+
+def scripted(name: str, scenario: Scenario, kind: str = "scripted") -> Trace:
+    return record(scenario.config, scenario.events, {"name": kind, "version": 1, "params": {"scenario": name}})
+
+
+# ---- targeted generation -----------------------------------------------------------------------
+
+
+@frozen
+class Target:
+    """A short trace made to fire ``rule``, and where it came from."""
+
+    rule: str
+    trace: Trace
+    source: str
+
+    @property
+    def description(self) -> str:
+        return f"{self.rule} {title(self.rule)}: shortest trace found that fires it, shrunk from {self.source}"
+
+
+@frozen
+class TargetedResult:
+    targets: tuple[Target, ...]
+    reached: dict[str, str]  # rule -> the name of a trace that reaches it ("start" for starting the controller)
+    unreached: dict[str, str]  # rule -> why no trace was made for it
+    scripted: tuple[str, ...]  # rules that needed a scripted scenario
+
+    @property
+    def traces(self) -> tuple[Trace, ...]:
+        return tuple(t.trace for t in self.targets)
+
+
+def walks(seeds: Iterable[int] = WALK_SEEDS, lengths: Iterable[int] = WALK_LENGTHS) -> Iterator[tuple[Trace, str]]:
+    """Random walks in search order, each with a note of how it was drawn."""
+    seeds = list(seeds)
+    for length in lengths:
+        for seed in seeds:
+            for faults in (None, FAULTS):
+                drawn = "its swarm's faults" if faults is None else "every fault"
+                yield walk(seed, length, faults=faults), f"walk seed {seed} ({length} steps, {drawn})"
+
+
+def targeted(
+    rule_ids: Iterable[str] | None = None,
+    seeds: Iterable[int] = WALK_SEEDS,
+    lengths: Iterable[int] = WALK_LENGTHS,
+    budget: int = DEFAULT_BUDGET,
+    reached: Iterable[Trace] = (),
+    log: Callable[[str], None] | None = None,
+) -> TargetedResult:
+    """A short trace for each rule of ``rule_ids`` (the runtime rules by default) that neither the
+    traces of ``reached`` nor starting the controller reach; see the module's docstring."""
+    wanted = sorted(runtime_rules() if rule_ids is None else rule_ids, key=rule_key)
+    seeds, lengths = tuple(seeds), tuple(lengths)
+    say = log or (lambda message: None)
+    covered: dict[str, str] = {r: "start" for r in start_rules(config_json(Config()))}
+    for trace in reached:
+        for r in trace.rules():
+            covered.setdefault(r, trace.name)
+
+    found: dict[str, tuple[Trace, int, str]] = {}  # rule -> (walk, first step firing it, note)
+    search = walks(seeds, lengths)
+
+    def first_walk_firing(rule: str) -> tuple[Trace, int, str] | None:
+        while rule not in found:
+            drawn = next(search, None)
+            if drawn is None:
+                return None
+            trace, note = drawn
+            for s in trace.steps:
+                for r in s.rules:
+                    found.setdefault(r, (trace, s.n, note))
+        return found[rule]
+
+    targets: list[Target] = []
+    unreached: dict[str, str] = {}
+    needed_script: list[str] = []
+    for rule in wanted:
+        if rule in covered:
+            continue
+        started = time.perf_counter()
+        hit = first_walk_firing(rule)
+        if hit is not None:
+            trace, n, note = hit
+            candidate, source = Trace(trace.header, trace.steps[: n + 1]), note
+        elif rule in SCENARIOS:
+            candidate, source = scripted(SCENARIOS[rule].__name__, SCENARIOS[rule]()), f"scripted scenario {SCENARIOS[rule].__name__}"
+            needed_script.append(rule)
+            if fires(rule)(candidate) is None:
+                unreached[rule] = f"its scripted scenario {SCENARIOS[rule].__name__} no longer fires it"
+                continue
+        else:
+            unreached[rule] = NOT_REACHABLE_BY_EVENTS.get(
+                rule, f"no walk of lengths {list(lengths)} and seeds {_span(seeds)} fires it, and no scripted scenario does")
+            continue
+        short = shrink(candidate, fires(rule), budget)
+        generator = {"name": "targeted", "version": 1, "params": {"rule": rule, "from": source}}
+        short = record(model_config(short.header.config), released(short), generator, short.header.seed)
+        target = Target(rule, short, source)
+        targets.append(target)
+        for r in short.rules():
+            covered.setdefault(r, short.name)
+        say(f"{rule}: {len(candidate.steps)} -> {len(short.steps)} steps ({time.perf_counter() - started:.1f} s), from {source}")
+    return TargetedResult(tuple(targets), covered, unreached, tuple(needed_script))
+
+
+def released(trace: Trace) -> list:
+    """The trace's events, and a commit of everything at the end if some reply still waits for
+    one, so that the trace also shows the responses to the requests that fired its rule."""
+    config = model_config(trace.header.config)
+    events = [model_event(s.event) for s in trace.steps]
+    state = initial_state(config)
+    for event in events:
+        state = step(state, event).state
+    return events + [Commit(state.log_end_offset)] if state.pending else events
+
+
+def _span(seeds: tuple[int, ...]) -> str:
+    return f"{seeds[0]}..{seeds[-1]}" if seeds else "(none)"
+
+
+# ---- regressions -------------------------------------------------------------------------------
+
+
+def lowest_acknowledged_offset_after_reregistration() -> Scenario:
+    """Unfenced brokers acknowledge different offsets; broker 2 is unregistered and registers
+    again with a new incarnation; then broker 1's version 1 heartbeat asks for
+    LowestAcknowledgedOffset (LAO-1), which must be broker 2's current offset. impl once kept the
+    heap entries of broker 2's earlier lease with versions that restarted with each lease, so the
+    new lease's entry for its unfencing had the same version as the old one's, and the old, lower
+    offset passed for a current one (fixed in 274a6d4). Broker 1 stays behind while broker 2 is
+    away, so that no heartbeat in between drops the stale entry."""
+    s = Scenario().register(1).register(2)  # epochs 1 and 2
+    s.heartbeat(1, offset=2)  # caught up (past its epoch) and unfenced; acknowledges 2
+    s.heartbeat(2, offset=3)  # unfenced; acknowledges 3
+    s.heartbeat(2, offset=4)  # moves on: the entry for 3 is stale
+    s.send(UnregisterBrokerRequest(2)).commit()
+    s.register(2, generation=1)  # a new incarnation: a new epoch and a fresh lease
+    s.heartbeat(2)  # caught up and unfenced again, acknowledging the committed offset
+    return s.heartbeat(1)  # broker 1 catches up; LowestAcknowledgedOffset is broker 2's offset, not 3
+
+
+@frozen
+class Regression:
+    name: str
+    description: str
+    scenario: Callable[[], Scenario]
+
+
+REGRESSIONS = (
+    Regression(
+        "lowest_acknowledged_offset_after_reregistration",
+        "LAO-1 regression: after broker 2 is unregistered and registers again, impl's LowestAcknowledgedOffset "
+        "used a stale heap entry of its earlier registration (fixed in 274a6d4)",
+        lowest_acknowledged_offset_after_reregistration,
+    ),
+)
+"""Traces for bugs found earlier, each the scenario that shows it."""
+
+CORPUS_WALKS = ((3, 200), (7, 150), (11, 300), (21, 250), (42, 120))
+"""(seed, steps) of the realistic walks kept in the corpus; each seed's swarm draws its faults."""
+
+
+def regression_trace(regression: Regression) -> Trace:
+    return scripted(regression.name, regression.scenario(), kind="regression")
+
+
+BUILT = ("walk", "targeted", "regression")
+"""The generators of the traces build_corpus makes; a corpus trace of another generator was added
+by hand (conformance/shrink.py write_to_corpus) and a rebuild keeps it."""
+
+
+def rerecorded(trace: Trace) -> Trace:
+    """A trace recorded again from its events, so that it expects what the model does now."""
+    events = [model_event(s.event) for s in trace.steps]
+    return record(model_config(trace.header.config), events, trace.header.generator, trace.header.seed, trace.header.description)
+
+
+def build_corpus(directory: str | Path, log: Callable[[str], None] | None = None,
+                 rule_ids: Iterable[str] | None = None) -> list[Path]:
+    """Write the corpus into ``directory`` and its index; the paths written. The traces of
+    :data:`BUILT` generators are made again from scratch (the targeted traces for ``rule_ids``, by
+    default every runtime rule; the walks of :data:`CORPUS_WALKS`; the regressions of
+    :data:`REGRESSIONS`) and the old ones removed; a trace added by hand is recorded again from its
+    events, under its new name if the model now does something else. Deterministic: the same
+    model gives the same files."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    entries: list[tuple[Trace, str]] = []
+    for _, trace in read_all([directory]):
+        if trace.header.generator.get("name") not in BUILT:
+            entries.append((rerecorded(trace), trace.header.description))
+    for seed, steps in CORPUS_WALKS:
+        trace = walk(seed, steps)
+        params = trace.header.generator["params"]
+        entries.append((trace, f"realistic walk, seed {seed}: {steps} steps, {params['brokers']} brokers, "
+                               f"{params['partitions']} partitions, faults: {', '.join(params['faults']) or 'none'}"))
+    for regression in REGRESSIONS:
+        entries.append((regression_trace(regression), regression.description))
+    result = targeted(rule_ids, log=log)  # on their own, the targeted traces reach every rule they can
+    if log:
+        for rule, why in result.unreached.items():
+            log(f"not reached: {rule}: {why}")
+    entries += [(target.trace, target.description) for target in result.targets]
+
+    written = [trace.with_description(description).write(directory) for trace, description in entries]
+    for stale in sorted(directory.glob("*.jsonl")):
+        if stale not in written:
+            stale.unlink()
+    write_index(directory)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m kraftspec.conformance.targeted <corpus directory>", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    written = build_corpus(args[0], log=print)
+    print(f"{len(written)} traces written to {args[0]} in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""The conformance commands: generate, replay (with JUnit XML), coverage, shrink; bad input is
+refused with file, line and field, and nothing is replayed from a broken file."""
+
+import io
+import json
+import xml.etree.ElementTree as ET
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from kraftspec.cli import main
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_generate_then_replay_with_junit(tmp_path):
+    code, out, _ = run("generate", "--seeds", "0:3", "--steps", "60", "--out", str(tmp_path / "t"))
+    assert code == 0 and len(list((tmp_path / "t").glob("*.jsonl"))) == 3
+    code, out, _ = run("replay", str(tmp_path / "t"), "--adapter", "impl", "--level", "records", "--junit", str(tmp_path / "j.xml"))
+    assert code == 0 and "3 of 3 traces passed" in out
+    suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    assert suite.get("tests") == "3" and suite.get("failures") == "0"
+
+
+def test_a_divergence_fails_the_run_and_the_junit_report(tmp_path):
+    run("generate", "--seeds", "4", "--steps", "60", "--out", str(tmp_path))
+    [path] = tmp_path.glob("*.jsonl")
+    lines = path.read_text().splitlines()
+    for i, line in enumerate(lines[1:], start=1):
+        step = json.loads(line)
+        if step["replies"]:
+            step["replies"][0]["body"]["ErrorCode"] = 7
+            lines[i] = json.dumps(step)
+            break
+    path.write_text("\n".join(lines) + "\n")
+    code, out, _ = run("replay", str(path), "--junit", str(tmp_path / "j.xml"))
+    assert code == 1 and "FAIL" in out and "repro:   kraftspec replay" in out
+    assert ET.parse(tmp_path / "j.xml").getroot().find("testsuite").get("failures") == "1"
+
+
+def test_a_broken_trace_is_refused_before_anything_is_replayed(tmp_path):
+    run("generate", "--seeds", "1", "--steps", "20", "--out", str(tmp_path))
+    (tmp_path / "zz-broken.jsonl").write_text('{"type":"header","format":"kraftspec-trace","format_version":1}\n')
+    code, out, err = run("replay", str(tmp_path))
+    assert code == 2 and "zz-broken.jsonl:1: config: missing" in err and "PASS" not in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["replay", "conformance/corpus", "--adapter", "telepathy"], "unknown adapter 'telepathy'"),
+        (["replay", "no/such/file.jsonl"], "no/such/file.jsonl:0: (file): no such file"),
+        (["generate", "--seeds", "x:y", "--out", "o"], "--seeds must be N or FIRST:END"),
+        (["generate", "--faults", "meteor", "--out", "o"], "unknown fault 'meteor'"),
+    ],
+)
+def test_bad_input_is_answered_with_a_message_not_a_traceback(argv, message):
+    code, _, err = run(*argv)
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_coverage_of_the_corpus(tmp_path):
+    corpus = Path(__file__).resolve().parent.parent / "conformance" / "corpus"
+    code, out, _ = run("coverage", str(corpus), "--json", str(tmp_path / "c.json"))
+    assert code == 0 and "LEASE-8" in out
+    report = json.loads((tmp_path / "c.json").read_text())
+    assert report
+
+
+def test_shrink_writes_a_shorter_trace_that_still_fails(tmp_path):
+    run("generate", "--seeds", "5", "--steps", "80", "--out", str(tmp_path))
+    [path] = tmp_path.glob("*.jsonl")
+    lines = path.read_text().splitlines()
+    for i in range(len(lines) - 1, 0, -1):  # change the last reply the trace expects
+        step = json.loads(lines[i])
+        if step["replies"]:
+            step["replies"][-1]["body"]["ErrorCode"] = 7
+            lines[i] = json.dumps(step)
+            break
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = run("shrink", str(path), "--corpus", str(tmp_path / "corpus"))
+    assert code == 0, err
+    assert "steps ->" in out

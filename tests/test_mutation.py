@@ -1,0 +1,387 @@
+"""The mutation check (conformance/mutation.py): every mutant breaks impl somewhere, and only
+while it is applied; the catalogue is sound; ``run`` reports in its three forms.
+
+Each mutant has a *witness* here: a small scenario, recorded from the model as a trace, that
+unmutated impl replays exactly and the mutated impl does not, diverging at or after the event
+the scenario marks as the one its rule decides. The full check (every mutant against the corpus
+and the stateful tests) is a command, not a test: see the module's docstring.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from cluster import Cluster
+from kraftspec.conformance.adapters import ImplAdapter
+from kraftspec.conformance.generate import record
+from kraftspec.conformance.mutation import MUTANTS, Mutant, mutant_named, run
+from kraftspec.conformance.replay import replay
+from kraftspec.conformance.trace import Trace
+from kraftspec.spec import rules
+
+
+class Scenario(Cluster):
+    """A model-driven cluster that remembers its events, to be recorded as a trace."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list = []
+        self.decisive = 0
+
+    def send(self, event):
+        self.events.append(event)
+        return super().send(event)
+
+    def mark(self) -> None:
+        """The next event is the one the mutated rule decides: nothing before it may diverge."""
+        self.decisive = len(self.events)
+
+    def trace(self, name: str) -> Trace:
+        return record(self.state.config, self.events, {"name": "mutation-witness", "version": 1, "params": {"mutant": name}})
+
+
+def a_topic_on(c: Scenario, *replica_lists, name: str = "t") -> None:
+    c.create_topic(name, [list(replicas) for replicas in replica_lists])
+
+
+# ---- one witness per mutant ----------------------------------------------------------------------
+
+
+def lease_expiry_off_by_one(c):
+    c.start_brokers(1)  # last contact at 0: the deadline is 18,000
+    c.mark()
+    c.tick(18_000)
+
+
+def fenced_heartbeat_not_contact(c):
+    c.register(1)
+    c.tick(10_000)
+    c.heartbeat(1, want_fence=True)  # contact at 10,000, fenced all along
+    c.tick(20_000)
+    c.mark()
+    c.register(1, generation=1)  # the old process had contact 10 s ago: DUPLICATE_BROKER_REGISTRATION
+
+
+def duplicate_check_ignores_fenced(c):
+    c.register(1)
+    c.mark()
+    c.register(1, generation=1)
+
+
+def stale_offset_processed(c):
+    c.start_brokers(1)
+    c.heartbeat(1)
+    c.mark()
+    c.heartbeat(1, offset=c.state.leases[1].metadata_offset - 1)  # a late copy: its LowestAcknowledgedOffset shows it
+
+
+def stale_epoch_heartbeat_accepted(c):
+    c.start_brokers(1)
+    c.mark()
+    c.heartbeat(1, epoch=c.epoch(1) + 7)
+
+
+def epoch_from_committed_offset(c):
+    c.register(1, commit=False)
+    c.mark()
+    c.register(2, commit=False)
+
+
+def epoch_from_next_offset(c):
+    c.mark()
+    c.register(1)
+
+
+def retried_registration_writes_record(c):
+    c.register(1)
+    c.mark()
+    c.register(1)
+
+
+def feature_check_skipped(c):
+    c.mark()
+    c.register(1, features=())
+
+
+def fenced_broker_left_in_isr(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.mark()
+    c.heartbeat(2, want_fence=True)
+
+
+def sole_isr_member_removed(c):
+    c.start_brokers(1)
+    a_topic_on(c, (1,))
+    c.mark()
+    c.heartbeat(1, want_fence=True)
+
+
+def fenced_leader_not_replaced(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.mark()
+    c.heartbeat(1, want_fence=True)
+
+
+def unfencing_adds_to_isr(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.heartbeat(2, want_fence=True)
+    c.mark()
+    c.heartbeat(2)
+
+
+def unfencing_elects_nobody(c):
+    c.start_brokers(1)
+    a_topic_on(c, (1,))
+    c.heartbeat(1, want_fence=True)  # leaderless, ISR [1]
+    c.mark()
+    c.heartbeat(1)
+
+
+def controlled_shutdown_not_sticky(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.heartbeat(2, want_fence=True)
+    c.heartbeat(2)  # unfenced again, out of the ISR
+    c.heartbeat(1, want_shut_down=True)  # nobody else in sync: 1 stays leader, in controlled shutdown
+    c.alter_isr(1, "t", [1, 2])
+    c.mark()
+    c.heartbeat(1)  # still shutting down: leadership moves to 2, and 1 may go
+
+
+def leadership_to_ineligible_broker(c):
+    c.start_brokers(1, 2, 3)
+    a_topic_on(c, (1, 2, 3))
+    a_topic_on(c, (2,), name="u")
+    c.heartbeat(2, want_shut_down=True)  # 2 leads u alone: it stays in controlled shutdown
+    c.mark()
+    c.heartbeat(1, want_shut_down=True)  # t's leadership goes to 3, not to 2
+
+
+def should_shut_down_while_leading(c):
+    c.start_brokers(1)
+    a_topic_on(c, (1,))
+    c.mark()
+    c.heartbeat(1, want_shut_down=True)
+
+
+def leader_epoch_check_skipped(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.mark()
+    c.alter_isr(1, "t", [1], leader_epoch=3)
+
+
+def non_leader_isr_change_accepted(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.mark()
+    c.alter_isr(2, "t", [1])
+
+
+def partition_epoch_check_skipped(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.mark()
+    c.alter_isr(1, "t", [1], partition_epoch=5)
+
+
+def fenced_isr_member_accepted(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.heartbeat(2, want_fence=True)
+    c.mark()
+    c.alter_isr(1, "t", [1, 2])
+
+
+def change_record_repeats_lists(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.mark()
+    c.alter_isr(1, "t", [1])
+
+
+def unregistered_broker_left_in_replicas(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.mark()
+    c.unregister(2)
+
+
+def reassignment_complete_too_early(c):
+    c.start_brokers(1, 2, 3, 4, 5)
+    a_topic_on(c, (1, 2, 3))
+    c.reassign("t", [3, 4, 5])
+    c.mark()
+    c.alter_isr(1, "t", [1, 2, 3, 4])  # 5 is not in sync yet
+
+
+def reassignment_wrong_replica_order(c):
+    c.start_brokers(1, 2, 3, 4)
+    a_topic_on(c, (1, 2, 3))
+    c.mark()
+    c.reassign("t", [1, 2, 4])
+
+
+def delete_writes_partition_changes(c):
+    c.start_brokers(1)
+    a_topic_on(c, (1,))
+    c.mark()
+    c.delete_topics("t")
+
+
+def placement_not_round_robin(c):
+    c.start_brokers(1, 2, 3)
+    c.mark()
+    c.create_topic("t", partitions=3, replication_factor=2)
+
+
+def responses_before_commit(c):
+    c.mark()
+    c.register(1, commit=False)
+
+
+def reads_uncommitted_state(c):
+    c.start_brokers(1, 2, 3, 4)
+    a_topic_on(c, (1, 2, 3))
+    c.reassign("t", [1, 2, 4], commit=False)
+    c.mark()
+    c.list_reassignments()
+
+
+def failover_keeps_uncommitted_tail(c):
+    c.start_brokers(1)
+    c.register(2, commit=False)
+    c.mark()
+    c.failover()
+
+
+def lao_counts_fenced_brokers(c):
+    c.start_brokers(1)
+    c.register(2)
+    c.heartbeat(2, offset=0, want_fence=True, version=0)  # fenced, having acknowledged nothing
+    c.mark()
+    c.heartbeat(1)
+
+
+WITNESSES = {
+    name.replace("_", "-"): scenario for name, scenario in globals().items()
+    if callable(scenario) and name.replace("_", "-") in {m.name for m in MUTANTS}
+}
+
+
+def witness(name: str) -> tuple[Trace, int]:
+    """The mutant's witness trace and the step from which it may diverge."""
+    c = Scenario()
+    WITNESSES[name](c)
+    return c.trace(name), c.decisive
+
+
+# ---- the tests ---------------------------------------------------------------------------------
+
+
+def test_the_catalogue_has_many_distinct_mutants_of_real_rules():
+    names = [m.name for m in MUTANTS]
+    assert len(MUTANTS) >= 24
+    assert len(set(names)) == len(names)
+    assert all(m.rule in rules() for m in MUTANTS), [m.rule for m in MUTANTS if m.rule not in rules()]
+    assert all(m.description and "\n" not in m.description for m in MUTANTS)
+    areas = {m.rule.split("-")[0] for m in MUTANTS}
+    assert {"LEASE", "REG", "PART", "SHUT", "ISR", "REASSIGN", "TOPIC", "LOG", "LAO"} <= areas
+    assert mutant_named("lease-expiry-off-by-one").rule == "LEASE-8"
+    with pytest.raises(KeyError, match="no mutant named"):
+        mutant_named("no-such-mutant")
+
+
+def test_every_mutant_has_a_witness():
+    assert set(WITNESSES) == {m.name for m in MUTANTS}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+def test_every_mutant_changes_what_impl_does_and_only_while_applied(mutant: Mutant):
+    trace, decisive = witness(mutant.name)
+    assert replay(trace, ImplAdapter()).passed, "unmutated impl must replay the witness exactly"
+    original = vars(mutant.owner)[mutant.attribute]
+    with mutant.applied():
+        assert vars(mutant.owner)[mutant.attribute] is not original
+        verdict = replay(trace, ImplAdapter())
+    assert not verdict.passed, f"{mutant.name} did not change impl's behaviour on its witness"
+    assert verdict.divergence.step >= decisive, verdict.report()
+    assert vars(mutant.owner)[mutant.attribute] is original
+    assert replay(trace, ImplAdapter()).passed, "impl must be itself again once the mutant is removed"
+
+
+def test_a_mutant_is_removed_even_when_the_check_fails():
+    mutant = mutant_named("responses-before-commit")
+    original = vars(mutant.owner)[mutant.attribute]
+    with pytest.raises(RuntimeError), mutant.applied():
+        raise RuntimeError("the check blew up")
+    assert vars(mutant.owner)[mutant.attribute] is original
+
+
+def test_run_falls_back_to_walks_and_reports_as_a_table_json_and_junit(tmp_path):
+    probe = tmp_path / "test_probe.py"  # stands in for the stateful tests: fails only under a mutant of _release
+    probe.write_text(
+        "from kraftspec.impl.controller import Controller\n\n\n"
+        "def test_release_is_impls_own():\n"
+        "    assert Controller._release.__qualname__ == 'Controller._release'\n"
+    )
+    report = run(["responses-before-commit", "feature-check-skipped"], corpus=tmp_path / "no-corpus", walks=2,
+                 tests=probe, timeout=120)
+
+    assert report.corpus_fallback and report.corpus_traces == 2 and "empty or missing" in report.corpus_source
+    assert report.stateful_baseline == "passed"
+    early, features = report.results
+    assert early.corpus_killed and early.corpus_part == "replies" and early.corpus_trace.startswith("walk(seed=")
+    assert early.stateful == "killed" and early.stateful_test.endswith("test_release_is_impls_own")
+    assert features.stateful == "survived"
+    assert report.rates()["stateful"] == 0.5 and report.rates()["either"] == (1.0 if features.corpus_killed else 0.5)
+
+    table = report.table()
+    assert "responses-before-commit" in table and "LOG-7" in table and "kill rate: corpus" in table
+
+    data = json.loads(json.dumps(report.to_json()))
+    assert [m["name"] for m in data["mutants"]] == ["responses-before-commit", "feature-check-skipped"]
+    assert data["corpus"]["fallback"] is True and data["mutants"][0]["corpus"]["killed"] is True
+
+    suite = ET.fromstring(report.junit()).find("testsuite")
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == ["responses-before-commit", "feature-check-skipped"]
+    assert cases[0].find("failure") is None
+    assert (cases[1].find("failure") is not None) == (not features.killed)
+    assert suite.get("failures") == str(len(report.survivors))
+
+
+def test_the_stateful_column_is_void_when_the_unmutated_run_fails(tmp_path):
+    failing = tmp_path / "test_always_fails.py"
+    failing.write_text("def test_fails():\n    assert False\n")
+    report = run(["epoch-from-next-offset"], corpus=None, walks=1, tests=failing, timeout=120)
+    assert report.stateful_baseline == "failed"
+    assert report.results[0].stateful == "void" and report.rates()["stateful"] is None
+    assert report.results[0].corpus_killed  # the first registration already gets the wrong epoch
+
+
+def test_run_replays_the_corpus_and_leaves_out_what_unmutated_impl_fails(tmp_path):
+    from attrs import evolve
+
+    corpus = tmp_path / "corpus"
+    (corpus / "regressions").mkdir(parents=True)
+    trace, _ = witness("responses-before-commit")
+    good = trace.write(corpus / "regressions")
+    last = trace.steps[-1]
+    wrong = evolve(trace, steps=trace.steps[:-1] + (evolve(last, seq=last.seq + 1),))
+    wrong.write(corpus / "wrong.jsonl")
+    (corpus / "torn.jsonl").write_text('{"type": "header"\n')
+
+    report = run(["responses-before-commit"], corpus=corpus, stateful=False)
+    assert not report.corpus_fallback and report.corpus_traces == 1
+    assert report.stateful_baseline == "not run" and report.rates()["stateful"] is None
+    left_out = " ".join(report.corpus_excluded)
+    assert "torn.jsonl (unreadable" in left_out and "wrong.jsonl (unmutated impl diverges" in left_out
+    [result] = report.results
+    assert result.corpus_killed and result.corpus_trace == str(good) and result.stateful == "not run"

@@ -1,0 +1,301 @@
+"""The subprocess adapter and the protocol of spec/protocol.md (conformance/subprocess_adapter.py).
+
+impl behind the example server (conformance/examples/impl_server.py) replays generated walks at
+every level, in one process; a changed reply is found; every way a server can fail (hang, crash,
+garbage, an error, answers out of order, a banner on stdout, a missing command) ends in a one-line
+verdict within about the time limit; no process or zombie is left behind. The time limits are
+small so that the run can never hang.
+"""
+
+import gc
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kraftspec.conformance.adapters import AdapterFailure, ImplAdapter, ModelAdapter
+from kraftspec.conformance.generate import walk
+from kraftspec.conformance.replay import replay
+from kraftspec.conformance.subprocess_adapter import SubprocessAdapter, adapter_from_spec
+
+SERVER = [sys.executable, "-m", "kraftspec.conformance.examples.impl_server"]
+LAUNCH = 60.0  # seconds a server may take to launch on a busy machine; answers get far less
+CONFIG = walk(0, 1).header.config
+
+
+def assert_gone(pid: int) -> None:
+    """No process is left in the server's process group, running or zombie."""
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+
+
+@pytest.fixture
+def server():
+    """Make adapters on the example server (with fault options); each is shut down after the test
+    and its process group checked empty."""
+    made = []
+
+    def make(*options: str, timeout: float = 5.0, **kwargs) -> SubprocessAdapter:
+        adapter = SubprocessAdapter(SERVER + list(options), timeout=timeout, start_timeout=LAUNCH, **kwargs)
+        made.append(adapter)
+        return adapter
+
+    yield make
+    for adapter in made:
+        pid = adapter.pid
+        adapter.shutdown()
+        if pid is not None:
+            assert_gone(pid)
+
+
+def launched(adapter: SubprocessAdapter) -> SubprocessAdapter:
+    """The adapter with its process launched and started, so that what follows is timed alone."""
+    adapter.start(CONFIG)
+    adapter.close()
+    return adapter
+
+
+def test_impl_behind_the_example_server_replays_generated_walks_at_every_level_in_one_process(server):
+    adapter = server()
+    pids = set()
+    for seed in range(6):
+        trace = walk(seed, 150)
+        for level in ("responses", "state", "records"):
+            verdict = replay(trace, adapter, level)
+            assert verdict.passed, verdict.report()
+            assert verdict.steps == 150 and verdict.adapter == "kraftspec impl (example server)"
+            pids.add(adapter.pid)
+    assert len(pids) == 1 and None not in pids
+
+
+@pytest.mark.parametrize("window", [1, 7, 100_000], ids=["window-1", "window-7", "window-beyond-the-pipes"])
+def test_any_window_gives_the_same_verdicts_and_never_deadlocks_on_full_pipes(server, window):
+    """With a window larger than a trace, every event is written before the first answer is read:
+    about 400 kB each way, far more than a pipe holds."""
+    adapter = server(window=window)
+    trace = walk(3, 2000)
+    verdict = replay(trace, adapter, "records")
+    assert verdict.passed, verdict.report()
+
+
+def test_without_prepare_it_steps_one_event_at_a_time_and_reports_the_committed_state_each_time(server):
+    adapter = server()
+    trace = walk(5, 120)
+    reference = ImplAdapter()
+    reference.start(trace.header.config)
+    adapter.start(trace.header.config)
+    for step in trace.steps:
+        assert adapter.step(step.event) == reference.step(step.event)
+        assert adapter.committed() == reference.committed()
+    adapter.close()
+
+
+def test_a_changed_reply_is_found_and_the_process_serves_the_next_trace(server):
+    adapter = server("--alter-reply-at", "10")
+    trace = walk(2, 200)
+    verdict = replay(trace, adapter, "responses")
+    assert not verdict.passed
+    assert verdict.divergence.part == "replies" and verdict.divergence.step >= 10
+    pid = adapter.pid
+    assert pid is not None  # a divergence is not a failure of the process: the answers sent ahead were read and dropped
+    again = replay(trace, adapter, "records")  # the example server changes one reply only
+    assert again.passed, again.report()
+    assert adapter.pid == pid
+
+
+def test_a_server_that_hangs_is_killed_at_the_time_limit_with_the_step_in_the_verdict(server):
+    adapter = launched(server("--hang-at", "5", timeout=0.5))
+    pid = adapter.pid
+    began = time.monotonic()
+    verdict = replay(walk(1, 50), adapter, "records")
+    elapsed = time.monotonic() - began
+    assert not verdict.passed and verdict.divergence.part == "adapter" and verdict.divergence.step == 5
+    assert "step 5 (" in verdict.divergence.actual and "no answer within 0.5 s" in verdict.divergence.actual
+    assert 0.5 <= elapsed < 3.0
+    assert_gone(pid)
+
+
+def test_a_server_that_crashes_is_reported_with_its_exit_code_and_the_end_of_its_stderr(server):
+    adapter = launched(server("--crash-at", "4"))
+    pid = adapter.pid
+    began = time.monotonic()
+    verdict = replay(walk(1, 50), adapter, "records")
+    assert time.monotonic() - began < 4.0
+    message = verdict.divergence.actual
+    assert verdict.divergence.step == 4 and "step 4 (" in message
+    assert "exited with code 3" in message and "crashing at event 4, as --crash-at asks" in message
+    assert "\n" not in message
+    assert_gone(pid)
+    assert replay(walk(9, 3), adapter, "records").passed  # the next trace launches a new process
+    assert adapter.pid != pid
+
+
+def test_a_line_that_is_not_json_is_quoted_in_the_verdict(server):
+    adapter = launched(server("--garbage-at", "3"))
+    pid = adapter.pid
+    verdict = replay(walk(1, 50), adapter, "records")
+    message = verdict.divergence.actual
+    assert verdict.divergence.step == 3
+    assert "expected a result object, got a line that is not JSON: 'this is not JSON'" in message
+    assert_gone(pid)
+
+
+def test_an_answer_out_of_order_is_refused(server):
+    adapter = launched(server("--misnumber-at", "2"))
+    verdict = replay(walk(1, 50), adapter, "responses")
+    assert verdict.divergence.step == 2
+    assert "expected the result of step 2, got one numbered 3" in verdict.divergence.actual
+    assert "answers must come in order" in verdict.divergence.actual
+
+
+def test_an_error_the_server_reports_ends_the_trace_and_the_process_serves_the_next_one(server):
+    adapter = launched(server("--error-at", "6"))
+    pid = adapter.pid
+    verdict = replay(walk(1, 50), adapter, "records")
+    assert verdict.divergence.step == 6
+    assert "reported an error: simulated failure (--error-at)" in verdict.divergence.actual
+    assert replay(walk(4, 6), adapter, "records").passed  # events 0 to 5 only
+    assert adapter.pid == pid
+
+
+def test_a_banner_on_stdout_is_quoted_and_what_was_expected_is_named():
+    banner = SubprocessAdapter([sys.executable, "-c", "print('Welcome to my controller'); import time; time.sleep(60)"],
+                               timeout=5.0, start_timeout=LAUNCH)
+    with pytest.raises(AdapterFailure) as caught:
+        banner.start(CONFIG)
+    assert str(caught.value) == "start: expected a started object, got a line that is not JSON: 'Welcome to my controller'"
+    assert banner.pid is None
+    banner.shutdown()
+
+
+def test_a_command_that_does_not_exist_is_reported_with_the_shells_words():
+    adapter = adapter_from_spec("subprocess:/nonexistent/kraft-server --port 0")
+    with pytest.raises(AdapterFailure) as caught:
+        adapter.start(CONFIG)
+    message = str(caught.value)
+    assert message.startswith("start: the implementation exited with code 127") and "/nonexistent/kraft-server" in message
+    adapter.shutdown()
+
+
+def test_a_server_that_reports_fewer_levels_is_not_compared_at_a_higher_one(tmp_path):
+    script = tmp_path / "responses_only.py"
+    script.write_text(
+        "import sys\n"
+        "for line in sys.stdin:\n"
+        "    print('{\"type\":\"started\",\"protocol\":1,\"name\":\"terse\",\"levels\":[\"responses\"]}', flush=True)\n"
+    )
+    with SubprocessAdapter([sys.executable, str(script)], timeout=5.0, start_timeout=LAUNCH) as adapter:
+        with pytest.raises(AdapterFailure, match="reports levels responses; it cannot be compared at level 'state'"):
+            replay(walk(1, 5), adapter, "state")
+        assert adapter.levels == ("responses",) and adapter.name == "terse"
+
+
+def test_a_server_chatty_on_stderr_does_not_block(tmp_path):
+    """Its stderr is read while kraftspec waits, so a server that logs a lot never stalls on a full pipe."""
+    script = tmp_path / "chatty.py"
+    script.write_text(
+        "import sys\n"
+        "sys.stderr.write('log line\\n' * 200_000)\n"  # 1.8 MB before its first answer
+        "from kraftspec.conformance.examples.impl_server import main\n"
+        "raise SystemExit(main())\n"
+    )
+    with SubprocessAdapter([sys.executable, str(script)], timeout=5.0, start_timeout=LAUNCH) as adapter:
+        assert replay(walk(6, 100), adapter, "records").passed
+
+
+def test_the_command_line_form_runs_under_a_shell_and_leaves_nothing_behind():
+    adapter = adapter_from_spec("subprocess:" + shlex.join(SERVER) + " 2>/dev/null")
+    assert isinstance(adapter, SubprocessAdapter)
+    assert replay(walk(8, 100), adapter, "records").passed
+    pid = adapter.pid
+    adapter.shutdown()
+    assert adapter.returncode == 0  # it answered stop with stopped, and exited with 0
+    assert_gone(pid)
+
+
+def test_an_adapter_dropped_without_shutdown_stops_its_process():
+    adapter = launched(SubprocessAdapter(SERVER, timeout=5.0, start_timeout=LAUNCH))
+    pid = adapter.pid
+    del adapter
+    gc.collect()
+    assert_gone(pid)
+
+
+def test_the_example_server_answers_every_line_in_order_errors_included_and_exits_0_on_stop():
+    lines = [
+        {"type": "start", "protocol": 1, "config": CONFIG},
+        "not JSON",
+        {"type": "teleport"},
+        {"type": "start", "protocol": 9, "config": CONFIG},
+        {"type": "event", "n": 0, "committed": True, "event": {"kind": "tick", "now_ms": 10}},
+        {"type": "event", "n": 1, "committed": False, "event": {"kind": "request", "api": "Teleport", "version": 0, "body": {}}},
+        {"type": "stop"},
+        {"type": "event", "n": 2, "committed": False, "event": {"kind": "tick", "now_ms": 20}},  # after stop: not read
+    ]
+    text = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    done = subprocess.run(SERVER, input=text.encode(), capture_output=True, timeout=LAUNCH)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0
+    assert [a["type"] for a in answers] == ["started", "error", "error", "error", "result", "error", "stopped"]
+    assert answers[0]["levels"] == ["responses", "state", "records"] and answers[0]["protocol"] == 1
+    assert "protocol 1, not 9" in answers[3]["message"] and "unknown message type 'teleport'" in answers[2]["message"]
+    assert answers[4] == {"type": "result", "n": 0, "seq": None, "records": [], "replies": [], "committed": [
+        {"type": "FeatureLevelRecord", "data": {"Name": "metadata.format", "MinFeatureLevel": 1, "MaxFeatureLevel": 1}}]}
+    assert answers[5]["n"] == 1  # a request it cannot build is answered with an error naming the event
+
+
+def test_adapter_specs_name_the_model_impl_or_a_command_and_anything_else_is_refused_by_name():
+    assert isinstance(adapter_from_spec("model"), ModelAdapter)
+    assert isinstance(adapter_from_spec("impl"), ImplAdapter)
+    adapter = adapter_from_spec("subprocess:./my-server --flag")
+    assert isinstance(adapter, SubprocessAdapter) and adapter.command == "./my-server --flag"
+    with pytest.raises(ValueError, match="unknown adapter 'kafka'; expected model, impl or subprocess:<shell command>"):
+        adapter_from_spec("kafka")
+    with pytest.raises(ValueError, match="names no command"):
+        adapter_from_spec("subprocess:  ")
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("timeout", 0, "timeout must be a positive number of seconds, got 0"),
+    ("window", 0, "window must be an integer of at least 1, got 0"),
+    ("start_timeout", -1, "start_timeout must be a positive number of seconds, got -1"),
+])
+def test_bad_options_are_refused_naming_option_and_value(option, value, message):
+    with pytest.raises(ValueError, match=message):
+        SubprocessAdapter(SERVER, **{option: value})
+
+
+def test_a_server_that_never_flushes_gets_a_timeout_that_says_so(tmp_path):
+    script = tmp_path / "buffered.py"
+    script.write_text(
+        "import sys, time\n"
+        "out = open(1, 'w', buffering=1 << 20)\n"  # a large buffer, never flushed
+        "for line in sys.stdin:\n"
+        "    out.write('{\"type\":\"started\",\"protocol\":1,\"name\":\"b\",\"levels\":[\"responses\"]}\\n')\n"
+    )
+    adapter = SubprocessAdapter([sys.executable, str(script)], timeout=0.5, start_timeout=1.5)
+    began = time.monotonic()
+    with pytest.raises(AdapterFailure) as caught:
+        adapter.start(CONFIG)
+    assert time.monotonic() - began < 4.0
+    assert str(caught.value).startswith("start: no answer within 1.5 s (it has not written a single line: does it flush")
+    adapter.shutdown()
+
+
+def test_a_long_answer_arriving_in_pieces_is_read_whole(tmp_path):
+    """A line of several megabytes reaches kraftspec in many reads; it is joined once, and decoded."""
+    script = tmp_path / "long.py"
+    script.write_text(
+        "import sys\n"
+        "for line in sys.stdin:\n"
+        "    name = 'x' * 5_000_000\n"
+        "    sys.stdout.write('{\"type\":\"started\",\"protocol\":1,\"name\":\"' + name + '\",\"levels\":[\"responses\"]}\\n')\n"
+        "    sys.stdout.flush()\n"
+    )
+    with SubprocessAdapter([sys.executable, str(script)], timeout=5.0, start_timeout=LAUNCH) as adapter:
+        adapter.start(CONFIG)
+        assert adapter.name == "x" * 5_000_000
