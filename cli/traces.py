@@ -96,16 +96,19 @@ def add_parsers(commands) -> None:
         description="Record conformance traces from the model (spec/traces.md), one file per seed, named by "
         "the hash of their content. 'walk' is a random walk of a simulated cluster with faults, each seed "
         "drawing its own cluster size and fault mix (swarm); 'targeted' searches for traces that fire every "
-        "rule of the spec; 'exhaustive' enumerates a small scope.",
+        "rule of the spec; 'exhaustive' enumerates every sequence of a small scope (3 brokers, 2 partitions, from a warm start) "
+        "up to --depth events, one trace per leaf of the search tree, and checks every invariant on the way.",
     )
-    generate.add_argument("--generator", choices=["walk", "targeted", "exhaustive"], default="walk")
+    generate.add_argument("--generator", choices=["walk", "targeted", "exhaustive"], default="walk",
+                          help="how to make the traces (default walk)")
     generate.add_argument("--seeds", type=_seeds, default=range(0, 1), metavar="N|FIRST:END",
                           help="one seed or a range, the end excluded (walk; default 0)")
     generate.add_argument("--steps", type=_positive("--steps"), default=50, help="events per trace (walk; default 50)")
-    generate.add_argument("--brokers", type=_positive("--brokers"), help="brokers (walk; default: drawn from the seed)")
-    generate.add_argument("--partitions", type=_positive("--partitions"), help="partitions (walk; default: drawn from the seed)")
+    generate.add_argument("--brokers", type=_positive("--brokers"), help="brokers (walk: default drawn from the seed; exhaustive: 1 to 3, default 3)")
+    generate.add_argument("--partitions", type=_positive("--partitions"), help="partitions (walk: default drawn from the seed; exhaustive: 1 to 2, default 2)")
     generate.add_argument("--faults", type=_faults, help="comma-separated faults (walk; default: drawn from the seed)")
-    generate.add_argument("--depth", type=_positive("--depth"), default=4, help="search depth (exhaustive; default 4)")
+    generate.add_argument("--depth", type=_positive("--depth"), default=2,
+                          help="events after the warm start (exhaustive; default 2: about 500 traces; 3 gives about 12,600)")
     generate.add_argument("--out", required=True, help="directory to write the traces to (created if missing)")
 
     replay = commands.add_parser(
@@ -126,8 +129,8 @@ def add_parsers(commands) -> None:
         "diverges the same way (re-recorded from the model, so it stays valid), and write it to the corpus.",
     )
     shrink.add_argument("trace", help="the failing trace")
-    shrink.add_argument("--adapter", default="impl")
-    shrink.add_argument("--level", choices=LEVELS, default="records")
+    shrink.add_argument("--adapter", default="impl", help="the system under test: impl (default), model, or subprocess:COMMAND")
+    shrink.add_argument("--level", choices=LEVELS, default="records", help="the level at which it diverges (default records)")
     shrink.add_argument("--corpus", default="conformance/corpus", help="where to write the shrunk trace")
     shrink.add_argument("--description", default="", help="a one-line description for the corpus")
 
@@ -142,12 +145,13 @@ def add_parsers(commands) -> None:
     mutate = commands.add_parser(
         "mutate", help="check that the corpus and the stateful tests catch deliberate bugs in impl",
         description="Apply, one at a time, deliberate single-rule breakages to impl and report which the "
-        "regression corpus and the stateful tests catch, with the kill rate.",
+        "regression corpus and the stateful tests catch, with the kill rate. Exit status 1 if any mutant survives "
+        "both. Takes several minutes: each mutant runs the stateful tests in a fresh pytest process.",
     )
-    mutate.add_argument("--corpus", default="conformance/corpus")
+    mutate.add_argument("--corpus", default="conformance/corpus", help="the traces to replay against each mutant (default conformance/corpus)")
     mutate.add_argument("--no-stateful", action="store_true", help="replay the corpus only (faster)")
-    mutate.add_argument("--junit", metavar="PATH")
-    mutate.add_argument("--json", metavar="PATH")
+    mutate.add_argument("--junit", metavar="PATH", help="also write one test case per mutant as JUnit XML (a survivor is a failure)")
+    mutate.add_argument("--json", metavar="PATH", help="also write the results and kill rates as JSON")
 
 
 def _fail(message: str) -> int:
@@ -180,9 +184,7 @@ def run_generate(args) -> int:
 
         traces = targeted()
     else:
-        from kraftspec.conformance.exhaustive import exhaustive_traces
-
-        traces = exhaustive_traces(depth=args.depth)
+        return run_exhaustive(args, out)
     count = 0
     for trace in traces:
         path = trace.write(out)
@@ -190,6 +192,28 @@ def run_generate(args) -> int:
         print(f"{path}  {len(trace.steps)} steps")
     print(f"{count} traces written to {out}")
     return 0
+
+
+def run_exhaustive(args, out: Path) -> int:
+    from kraftspec.conformance.exhaustive import Scope, frontier, leaf_paths, trace_of
+
+    try:
+        scope = Scope(brokers=args.brokers or 3, partitions=args.partitions or 2)
+    except ValueError as problem:
+        return _fail(f"--{problem}")
+    print(f"enumerating {scope.params()} to depth {args.depth}")
+    exploration = frontier(scope, args.depth, progress=lambda level: print(
+        f"  depth {level.depth}: {level.states:,} new states, {level.transitions:,} events, {level.seconds:.1f} s"))
+    for path, broken in exploration.violations[:5]:
+        print(f"invariant broken after path {list(path)}: {', '.join(broken)}", file=sys.stderr)
+    leaves = leaf_paths(exploration)
+    progress = Progress(len(leaves), "writing")
+    for path in leaves:
+        written = trace_of(scope, path).write(out)
+        progress.advance(written.name)
+    progress.finish()
+    print(f"{exploration.states:,} states; {len(leaves):,} traces (one per leaf of the search tree) written to {out}")
+    return 1 if exploration.violations else 0
 
 
 def run_replay(args) -> int:
@@ -280,7 +304,7 @@ def run_mutate(args) -> int:
         Path(args.junit).write_text(report.junit(), encoding="utf-8")
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_json(), indent=2), encoding="utf-8")
-    return 0
+    return 1 if report.survivors else 0
 
 
 COMMANDS = {

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from .controller import StepResult
 from .events import Event, Failover
 from .messages import BrokerHeartbeatResponse, Request, Response
-from .records import NO_LEADER, RegisterBrokerRecord
+from .records import NO_LEADER, RegisterBrokerRecord, RemoveTopicRecord
 from .replay import replay_all
 from .state import ControllerState, MetadataImage
 
@@ -71,10 +71,19 @@ def inv_4_epochs_never_go_back(before: ControllerState, event: Event, result: St
     """
     after = result.state
     in_memory_before = before.committed_image if isinstance(event, Failover) else before.image
+    # DEC-31: a commit that applies a topic's removal and its re-creation under the same id
+    # makes its partitions new ones; they are not compared with the removed topic's.
+    recreated = {
+        record.topic_id
+        for batch in before.uncommitted_batches()
+        if batch.end_offset <= after.committed_offset
+        for record in batch.records
+        if isinstance(record, RemoveTopicRecord)
+    }
     out = []
-    for which, old, new in (
-        ("in-memory", in_memory_before, after.image),
-        ("committed", before.committed_image, after.committed_image),
+    for which, old, new, renewed in (
+        ("in-memory", in_memory_before, after.image, frozenset()),
+        ("committed", before.committed_image, after.committed_image, recreated),
     ):
         for broker_id, registration in new.brokers.items():
             previous = old.brokers.get(broker_id)
@@ -82,7 +91,9 @@ def inv_4_epochs_never_go_back(before: ControllerState, event: Event, result: St
                 out.append(f"INV-4 {which} broker {broker_id} epoch {previous.epoch} -> {registration.epoch}")
         for key, p in new.partitions.items():
             q = old.partitions.get(key)
-            if q is not None and (p.leader_epoch < q.leader_epoch or p.partition_epoch < q.partition_epoch):
+            if q is None or p.topic_id in renewed:
+                continue
+            if p.leader_epoch < q.leader_epoch or p.partition_epoch < q.partition_epoch:
                 out.append(f"INV-4 {which} {key} epochs {q.leader_epoch}/{q.partition_epoch} -> {p.leader_epoch}/{p.partition_epoch}")
     if after.committed_offset < before.committed_offset:
         out.append(f"INV-4 committed offset {before.committed_offset} -> {after.committed_offset}")

@@ -18,3 +18,14 @@ def test_bench_impl_quick_runs_and_writes_every_figure(tmp_path):
         assert key in figures, key
     text = out.getvalue()
     assert "goal" in text and "impl/model" in text
+
+
+def test_bench_conformance_quick_runs_and_writes_every_figure(tmp_path):
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["bench", "conformance", "--quick", "--json", str(tmp_path / "figures.json")]) == 0
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    for key in ("generate_events_per_s", "replay_responses_events_per_s", "replay_state_events_per_s",
+                "replay_records_events_per_s", "subprocess_responses_events_per_s", "subprocess_records_events_per_s"):
+        assert figures[key] > 0, key
+    assert "goal" in out.getvalue()

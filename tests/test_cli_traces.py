@@ -31,6 +31,15 @@ def test_generate_then_replay_with_junit(tmp_path):
     assert suite.get("tests") == "3" and suite.get("failures") == "0"
 
 
+def test_generate_exhaustive_writes_a_trace_per_leaf_that_impl_replays(tmp_path):
+    code, out, _ = run("generate", "--generator", "exhaustive", "--brokers", "2", "--partitions", "1", "--depth", "2",
+                       "--out", str(tmp_path))
+    written = list(tmp_path.glob("*.jsonl"))
+    assert code == 0 and f"{len(written)} traces" in out and len(written) > 20
+    code, out, _ = run("replay", str(tmp_path), "--quiet")
+    assert code == 0 and f"{len(written)} of {len(written)} traces passed" in out
+
+
 def test_a_divergence_fails_the_run_and_the_junit_report(tmp_path):
     run("generate", "--seeds", "4", "--steps", "60", "--out", str(tmp_path))
     [path] = tmp_path.glob("*.jsonl")
@@ -61,6 +70,7 @@ def test_a_broken_trace_is_refused_before_anything_is_replayed(tmp_path):
         (["replay", "no/such/file.jsonl"], "no/such/file.jsonl:0: (file): no such file"),
         (["generate", "--seeds", "x:y", "--out", "o"], "--seeds must be N or FIRST:END"),
         (["generate", "--faults", "meteor", "--out", "o"], "unknown fault 'meteor'"),
+        (["generate", "--generator", "exhaustive", "--brokers", "5", "--out", "o"], "--brokers must be an integer from 1 to 3, got 5"),
     ],
 )
 def test_bad_input_is_answered_with_a_message_not_a_traceback(argv, message):

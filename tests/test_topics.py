@@ -52,6 +52,44 @@ def test_topic_2_duplicates_existing_names_ids_and_modes():
     assert both.error_code == neither.error_code == Error.INVALID_REQUEST
 
 
+def test_topic_2_a_deleted_topics_id_may_be_given_again_and_its_partitions_start_afresh():
+    """TOPIC-2, DEC-31, INV-4: deletion and re-creation under the same id, committed at once, make a
+    new partition at epoch 0, which INV-4 (checked by the Cluster at every step) does not compare
+    with the removed one."""
+    c = Cluster()
+    c.start_brokers(1, 2)
+    c.create_topic("t", [[1, 2]])
+    c.heartbeat(1, want_fence=True)  # fencing broker 1 moves the leadership: epochs go up
+    before = c.partition("t", committed=True)
+    assert (before.leader_epoch, before.partition_epoch) > (0, 0)
+    c.delete_topics("t", commit=False)
+    c.create_topic("t", [[1, 2]], commit=False)
+    c.commit()  # one commit applies the RemoveTopicRecord and the re-creation
+    after = c.partition("t", committed=True)
+    assert after.topic_id == before.topic_id == topic_id("t")
+    assert (after.leader_epoch, after.partition_epoch) == (0, 0)
+
+
+def test_inv_4_still_compares_a_partition_whose_topic_was_not_removed():
+    """INV-4, DEC-31: the exemption is only for a topic whose removal the step committed."""
+    from attrs import evolve
+
+    from kraftspec.model import Commit
+    from kraftspec.model.controller import StepResult
+    from kraftspec.model.invariants import STEP_INVARIANTS
+
+    c = Cluster()
+    c.start_brokers(1, 2)
+    c.create_topic("t", [[1, 2]])
+    c.heartbeat(1, want_fence=True)
+    key = c.partition("t").key
+    committed = c.state.committed_image
+    fresh = evolve(committed.partitions[key], leader_epoch=0, partition_epoch=0)
+    rolled_back = evolve(c.state, committed_image=evolve(committed, partitions={**committed.partitions, key: fresh}))
+    [violation] = STEP_INVARIANTS["INV-4"](c.state, Commit(c.state.log_end_offset), StepResult(rolled_back))
+    assert violation.startswith("INV-4 committed")
+
+
 @pytest.mark.parametrize(
     "assignment",
     [[(1, [1])], [(0, [1]), (0, [1])], [(0, [])], [(0, [1, 1])], [(0, [9])]],
