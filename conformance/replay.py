@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from .adapters import Adapter, AdapterFailure
 from .trace import LEVELS, Trace
@@ -48,7 +48,7 @@ class Divergence:
 
 @frozen
 class Verdict:
-    trace: str  # the trace's name
+    source: Trace = field(eq=False, repr=False)  # the trace replayed
     path: str | None
     adapter: str
     level: str
@@ -60,6 +60,11 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return self.divergence is None
+
+    @property
+    def trace(self) -> str:
+        """The trace's name, computed only when a report asks for it (naming encodes every line)."""
+        return self.source.name
 
     def repro(self, adapter_spec: str | None = None) -> str:
         """A one-line command that replays the trace to the same place."""
@@ -103,12 +108,11 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
     compare_records = level == "records"
     checks = committed_checks(trace, level)
     started = time.perf_counter()
-    name = trace.name
     expected_committed = None
     steps_run = 0
 
     def verdict(divergence: Divergence | None = None) -> Verdict:
-        return Verdict(name, str(path) if path else None, adapter.name, level, steps_run, len(trace.steps),
+        return Verdict(trace, str(path) if path else None, adapter.name, level, steps_run, len(trace.steps),
                        time.perf_counter() - started, divergence)
 
     native = getattr(adapter, "replay_native", None)

@@ -46,9 +46,12 @@ class TraceError(ValueError):
         self.path, self.line, self.field, self.problem = path, line, field_path, problem
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(obj: Any) -> str:
     """The canonical JSON text of a value: sorted keys, no spaces, UTF-8 kept as is."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(obj)
 
 
 @frozen
@@ -117,23 +120,32 @@ class Header:
 class Trace:
     header: Header
     steps: tuple[Step, ...]
-    _name: list = field(factory=list, eq=False, repr=False)  # the name, once computed
+    # the step lines and the name, once computed; init=False so that evolve() starts a fresh cache
+    _cache: dict = field(factory=dict, init=False, eq=False, repr=False)
+
+    def step_lines(self) -> list[str]:
+        """The steps' canonical lines (computed once: naming and writing share them)."""
+        lines = self._cache.get("steps")
+        if lines is None:
+            lines = self._cache["steps"] = [canonical(s.to_json()) for s in self.steps]
+        return lines
 
     def lines(self) -> list[str]:
-        return [canonical(self.header.to_json(len(self.steps)))] + [canonical(s.to_json()) for s in self.steps]
+        return [canonical(self.header.to_json(len(self.steps))), *self.step_lines()]
 
     @property
     def name(self) -> str:
         """The trace's name: a hash of its content, its description left out, so that naming a
         regression trace does not rename it."""
-        if not self._name:
+        name = self._cache.get("name")
+        if name is None:
             header = self.header.to_json(len(self.steps))
             del header["description"]
             digest = hashlib.sha256(canonical(header).encode())
-            for step in self.steps:
-                digest.update(b"\n" + canonical(step.to_json()).encode())
-            self._name.append(digest.hexdigest()[:16])
-        return self._name[0]
+            for line in self.step_lines():
+                digest.update(b"\n" + line.encode())
+            name = self._cache["name"] = digest.hexdigest()[:16]
+        return name
 
     def with_description(self, description: str) -> "Trace":
         return Trace(Header(**{**_header_fields(self.header), "description": description}), self.steps)

@@ -1,4 +1,5 @@
-"""The controller as a Hypothesis state machine: one rule per event kind, model and impl in lockstep.
+"""The controller as a Hypothesis state machine: one rule per event kind (two for heartbeats),
+model and impl in lockstep.
 
 Every rule builds one event from the current state (mostly well-behaved: registered brokers with
 their current epochs, caught-up offsets, partition leaders with their current epochs, existing
@@ -223,6 +224,20 @@ class ControllerLockstep(RuleBasedStateMachine):
         wants = data.draw(st.sampled_from(WANTS), label="want fence, shut down")
         version = data.draw(st.sampled_from([1, 1, 1, 0, 2]), label="version")
         self.send(BrokerHeartbeatRequest(broker, epoch, offset, *wants, version))
+
+    @precondition(lambda self: any(not r.fenced for r in self.model.image.brokers.values()))
+    @rule(data=st.data())
+    def controlled_shutdown(self, data):
+        """An active broker asks to shut down (SHUT-1), caught up. A second rule for heartbeats, so
+        that brokers in controlled shutdown are common, and so are brokers stuck in it while they
+        lead what no other replica can (SHUT-2, SHUT-3): the states where a shutdown that is not
+        sticky, or a leadership moved to another broker shutting down, would show."""
+        image = self.model.image
+        active = sorted(b for b, r in image.brokers.items() if not r.fenced)
+        leaders = sorted({p.leader for p in image.partitions.values()} & set(active))
+        # mostly a leader: its leaderships have to move, which is where SHUT-2 decides anything
+        broker = data.draw(st.sampled_from(leaders if leaders and not sometimes(data, 4) else active), label="broker")
+        self.send(BrokerHeartbeatRequest(broker, self.epoch(broker), self.model.committed_offset, False, True))
 
     @rule(data=st.data())
     def unregister(self, data):

@@ -28,6 +28,19 @@ def test_the_same_seed_gives_the_same_trace_and_name_and_the_description_does_no
     assert walk(12, 60).name != a.name
 
 
+def test_a_trace_evolved_from_a_named_one_is_named_and_written_from_its_own_steps():
+    from attrs import evolve
+
+    from kraftspec.conformance.trace import Trace
+
+    trace = walk(11, 60)
+    trace.name  # fills the cache of step lines and name
+    shorter = evolve(trace, steps=trace.steps[:-1])
+    fresh = Trace(trace.header, trace.steps[:-1])
+    assert shorter.name == fresh.name != trace.name
+    assert shorter.lines() == fresh.lines() and shorter.lines()[1:] == trace.lines()[1:-1]
+
+
 def test_a_trace_written_and_read_back_is_the_same(tmp_path):
     trace = walk(5, 40)
     path = trace.write(tmp_path)
