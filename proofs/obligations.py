@@ -1,0 +1,40 @@
+"""What every proof in proofs/ reports: one :class:`Obligation` per thing it set out to show.
+
+``kraftspec prove`` prints them as a table, one line each, and as JSON; a reviewer reads the
+subject (an invariant or theorem id), the transition or setting it is about, the result, the
+time, and, when it failed, a counterexample in plain words.
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+PROVED = "proved"
+FAILED = "failed"  # a counterexample was found; ``detail`` says what it is
+UNKNOWN = "unknown"  # the solver gave up (timeout or incompleteness); ``detail`` says why
+
+
+@frozen
+class Obligation:
+    group: str  # "invariant" (Z3, the model's invariants), "timing" (lease timing theorems)
+    subject: str  # the invariant or theorem id, e.g. "INV-3" or "TIME-2"
+    transition: str  # the transition or case it is about ("init", "BrokerHeartbeat", ...), or "-"
+    result: str  # PROVED, FAILED or UNKNOWN
+    seconds: float
+    detail: str = ""  # the counterexample or the reason, in plain words; "" when proved
+    bound: str = ""  # a bound the proof needs ("" when it holds for any number of brokers and partitions)
+
+    @property
+    def proved(self) -> bool:
+        return self.result == PROVED
+
+    def to_json(self) -> dict:
+        return {
+            "group": self.group,
+            "subject": self.subject,
+            "transition": self.transition,
+            "result": self.result,
+            "seconds": round(self.seconds, 4),
+            "detail": self.detail,
+            "bound": self.bound,
+        }
