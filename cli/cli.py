@@ -59,10 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--no-legend", action="store_true", help="leave out the closing list of the rules that fired")
 
     from kraftspec.bench import add_parser as add_bench
+    from kraftspec.check_config import add_parser as add_check_config
+    from kraftspec.prove import add_parser as add_prove
     from kraftspec.traces import add_parsers as add_trace_commands
 
     add_trace_commands(commands)
     add_bench(commands)
+    add_prove(commands)
+    add_check_config(commands)
     return parser
 
 
@@ -81,6 +85,14 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.bench import run
 
             return run(args)
+        if args.command == "prove":
+            from kraftspec.prove import run as prove
+
+            return prove(args)
+        if args.command == "check-config":
+            from kraftspec.check_config import run as check_config
+
+            return check_config(args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:

@@ -20,6 +20,7 @@ from .rules import cite
 
 FRAME_TYPE = 0  # DEC-10: seed 000's "currently 0"; Kafka writes 1
 MAX_VARINT_BYTES = 5
+MAX_UVARINT = 2**32 - 1  # DEC-32
 
 _FIXED = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q", "uint16": ">H", "float64": ">d"}
 
@@ -62,9 +63,14 @@ def _default(field: dict[str, Any]) -> Any:
 
 
 def uvarint(value: int) -> bytes:
-    """LOG-2: unsigned varint, seven bits a byte, least significant group first."""
-    if value < 0:
-        raise ValueError(f"an unsigned varint cannot hold {value}")
+    """LOG-2: unsigned varint, seven bits a byte, least significant group first.
+
+    pre: 0 <= value <= MAX_UVARINT
+    post: (reader := _Reader(__return__)).uvarint("value") == value and reader.remaining() == 0
+    post: len(__return__) == 1 or __return__[-1] != 0
+    """
+    if not 0 <= value <= MAX_UVARINT:  # DEC-32
+        raise ValueError(f"an unsigned varint holds 0 to {MAX_UVARINT}, not {value}")
     out = bytearray()
     while True:
         byte = value & 0x7F
@@ -147,6 +153,14 @@ class _Reader:
         return chunk
 
     def uvarint(self, what: str) -> int:
+        """LOG-2: the unsigned varint at ``pos``, which moves past it; ``what`` names it in errors.
+
+        pre: 0 <= self.pos <= self.end <= len(self.data)
+        post: __old__.self.pos < self.pos <= __old__.self.pos + MAX_VARINT_BYTES
+        post: __return__ < 1 << 7 * (self.pos - __old__.self.pos)
+        post: __return__ <= MAX_UVARINT
+        raises: FrameError
+        """
         start, value = self.pos, 0
         for i in range(MAX_VARINT_BYTES):
             if self.pos >= self.end:
@@ -155,6 +169,8 @@ class _Reader:
             self.pos += 1
             value |= (byte & 0x7F) << (7 * i)
             if not byte & 0x80:
+                if value > MAX_UVARINT:  # DEC-32: 32 bits, as Kafka's int; never silently cut
+                    raise FrameError(start, f"{what}: varint value {value} is above {MAX_UVARINT}")
                 return value
         raise FrameError(start, f"{what}: varint longer than {MAX_VARINT_BYTES} bytes")
 

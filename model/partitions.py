@@ -8,7 +8,7 @@ and writes only what changed (PART-5).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 
 from .records import (
@@ -46,8 +46,14 @@ def stays_leader(image: MetadataImage, leader: int, isr: Iterable[int]) -> bool:
     return leader in isr and registration is not None and not registration.fenced
 
 
-def elect_leader(replicas: Iterable[int], isr: Iterable[int], eligible: Callable[[int], bool]) -> int:
-    """PART-4: the first replica in preferred order that is in the ISR and eligible, else -1."""
+def elect_leader(replicas: Sequence[int], isr: Sequence[int], eligible: Callable[[int], bool]) -> int:
+    """PART-4: the first replica in preferred order that is in the ISR and eligible, else -1.
+
+    pre: all(b >= 0 for b in replicas)
+    post: __return__ == NO_LEADER or (__return__ in replicas and __return__ in isr and eligible(__return__))
+    post: __return__ != NO_LEADER or not any(r in isr and eligible(r) for r in replicas)
+    post: __return__ == NO_LEADER or not any(r in isr and eligible(r) for r in replicas[: replicas.index(__return__)])
+    """
     cite("PART-4")
     in_sync = set(isr)
     for replica in replicas:
@@ -90,7 +96,10 @@ def change_record(
 def reassignment_complete(
     replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...]
 ) -> bool:
-    """REASSIGN-6: every adding replica is in sync, and the ISR meets the target (DEC-18)."""
+    """REASSIGN-6: every adding replica is in sync, and the ISR meets the target (DEC-18).
+
+    post: __return__ == (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing)))
+    """
     target = [r for r in replicas if r not in removing]
     return all(a in isr for a in adding) and any(t in isr for t in target)
 
@@ -133,6 +142,18 @@ def _without(broker_id: int, brokers: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(b for b in brokers if b != broker_id)
 
 
+def isr_after_fencing(isr: tuple[int, ...], broker_id: int) -> tuple[int, ...]:
+    """PART-6: the ISR once ``broker_id`` is fenced: without it, unless it is the sole member
+    (DEC-8), so that the controller still knows who holds every committed message.
+
+    pre: len(set(isr)) == len(isr)
+    post: broker_id not in __return__ or __return__ == (broker_id,)
+    post: [b for b in __return__ if b != broker_id] == [b for b in isr if b != broker_id]
+    post: bool(__return__) == bool(isr)
+    """
+    return isr if isr == (broker_id,) else _without(broker_id, isr)
+
+
 # ---- fencing, unfencing, unregistering, controlled shutdown --------------------------
 
 
@@ -152,9 +173,7 @@ def fence_broker(image: MetadataImage, leases: Leases, broker_id: int) -> tuple[
     for partition in fenced.partitions_in_order():
         if broker_id not in partition.isr:
             continue  # a replica out of sync is left alone
-        # DEC-8: a sole member stays, so the controller still knows who holds every committed message
-        isr = partition.isr if partition.isr == (broker_id,) else _without(broker_id, partition.isr)
-        record = partition_change(fenced, leases, partition, isr=isr)
+        record = partition_change(fenced, leases, partition, isr=isr_after_fencing(partition.isr, broker_id))
         if record is not None:
             changes.append(record)
     return [*changes, fence], leases

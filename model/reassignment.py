@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 
 from .decision import Decision
 from .errors import Error
@@ -41,7 +42,7 @@ def handle_alter_partition_reassignments(state: ControllerState, request: AlterP
                 error, record = Error.INVALID_REQUEST, None
             elif entry.replicas is None:
                 error, record = cancel_reassignment(image, state.leases, partition)
-            elif not is_valid_target(image, entry.replicas):
+            elif not is_valid_target(entry.replicas, image.brokers):
                 reject("REASSIGN-3")
                 error, record = Error.INVALID_REPLICA_ASSIGNMENT, None
             else:
@@ -53,9 +54,38 @@ def handle_alter_partition_reassignments(state: ControllerState, request: AlterP
     return Decision(records=tuple(records), response=AlterPartitionReassignmentsResponse(Error.NONE, tuple(responses)))
 
 
-def is_valid_target(image: MetadataImage, target: tuple[int, ...]) -> bool:
-    """REASSIGN-3: non-empty, no duplicates, registered brokers only (fenced ones allowed)."""
-    return bool(target) and len(set(target)) == len(target) and all(b in image.brokers for b in target)
+def is_valid_target(target: tuple[int, ...], registered: Collection[int]) -> bool:
+    """REASSIGN-3: non-empty, no duplicates, registered brokers only (fenced ones allowed).
+
+    post: __return__ == (len(target) > 0 and len(set(target)) == len(target) and set(target) <= set(registered))
+    """
+    return bool(target) and len(set(target)) == len(target) and all(b in registered for b in target)
+
+
+def reassignment_lists(
+    current: tuple[int, ...], target: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """REASSIGN-4: the replicas, removing and adding lists that take ``current`` to ``target``:
+    the replicas leaving first, then the target in its order (DEC-18).
+
+    pre: len(set(current)) == len(current) and len(set(target)) == len(target)
+    post: __return__[0] == __return__[1] + target
+    post: set(__return__[1]) == set(current) - set(target) and set(__return__[2]) == set(target) - set(current)
+    """
+    removing = tuple(r for r in current if r not in target)
+    adding = tuple(t for t in target if t not in current)
+    return removing + target, removing, adding
+
+
+def lists_after_cancel(
+    replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """REASSIGN-8: the replicas and the ISR that a cancelled reassignment reverts to: without the
+    adding replicas.
+
+    post: (set(__return__[0]), set(__return__[1])) == (set(replicas) - set(adding), set(isr) - set(adding))
+    """
+    return tuple(r for r in replicas if r not in adding), tuple(r for r in isr if r not in adding)
 
 
 def start_reassignment(
@@ -64,13 +94,10 @@ def start_reassignment(
     """REASSIGN-4: removing replicas first, then the target in its order (DEC-18)."""
     if partition.is_reassigning:
         cite("REASSIGN-9")  # computed against the full current list, adding and removing included
-    current = partition.replicas
-    removing = tuple(r for r in current if r not in target)
-    adding = tuple(t for t in target if t not in current)
+    replicas, removing, adding = reassignment_lists(partition.replicas, target)
     cite("REASSIGN-4")
     if not removing and not adding:  # a reordering takes effect at once
         return partition_change(image, leases, partition, replicas=target, removing_replicas=(), adding_replicas=())
-    replicas = removing + target
     if not adding and reassignment_complete(replicas, partition.isr, adding, removing):
         cite("REASSIGN-5")  # a subset that meets the ISR completes in this very record
     return partition_change(image, leases, partition, replicas=replicas, removing_replicas=removing, adding_replicas=adding)
@@ -84,8 +111,7 @@ def cancel_reassignment(
     if not partition.is_reassigning:
         reject("REASSIGN-8")
         return Error.NO_REASSIGNMENT_IN_PROGRESS, None
-    replicas = tuple(r for r in partition.replicas if r not in partition.adding_replicas)
-    isr = tuple(r for r in partition.isr if r not in partition.adding_replicas)
+    replicas, isr = lists_after_cancel(partition.replicas, partition.isr, partition.adding_replicas)
     if not isr:  # only adding replicas are in sync: reverting would lose committed data
         reject("REASSIGN-8")
         return Error.INVALID_REPLICA_ASSIGNMENT, None

@@ -242,6 +242,18 @@ class Batch:
         return [(self.base_offset + i, r) for i, r in enumerate(self.records)]
 
 
+def next_offset(log_start_offset: int, batches: tuple[Batch, ...]) -> int:
+    """LOG-4: the offset the next record gets: the end of the last batch, or the log start when
+    there is none. A new registration's epoch is this offset, where its record goes (REG-6,
+    DEC-4); it is past every record of the log and before it, so above every earlier epoch (REG-7).
+
+    pre: all(b.base_offset == (batches[i - 1].end_offset if i else log_start_offset) for i, b in enumerate(batches))
+    post: __return__ >= log_start_offset
+    post: all(b.end_offset <= __return__ for b in batches)
+    """
+    return batches[-1].end_offset if batches else log_start_offset
+
+
 @frozen
 class Snapshot:
     """The committed state at ``end_offset`` as its minimal records (LOG-11)."""
@@ -291,7 +303,7 @@ class ControllerState:
     @property
     def log_end_offset(self) -> int:
         """The offset the next record gets (LOG-4)."""
-        return self.batches[-1].end_offset if self.batches else self.log_start_offset
+        return next_offset(self.log_start_offset, self.batches)
 
     def uncommitted_batches(self) -> tuple[Batch, ...]:
         return tuple(b for b in self.batches if b.base_offset >= self.committed_offset)

@@ -12,11 +12,12 @@ from attrs import frozen
 PROVED = "proved"
 FAILED = "failed"  # a counterexample was found; ``detail`` says what it is
 UNKNOWN = "unknown"  # the solver gave up (timeout or incompleteness); ``detail`` says why
+NO_COUNTEREXAMPLE = "no counterexample"  # a bounded search (CrossHair) found none: not a proof
 
 
 @frozen
 class Obligation:
-    group: str  # "invariant" (Z3, the model's invariants), "timing" (lease timing theorems)
+    group: str  # "invariant" (Z3), "timing" (lease theorems), "contract" / "equivalence" (CrossHair)
     subject: str  # the invariant or theorem id, e.g. "INV-3" or "TIME-2"
     transition: str  # the transition or case it is about ("init", "BrokerHeartbeat", ...), or "-"
     result: str  # PROVED, FAILED or UNKNOWN

@@ -111,6 +111,23 @@ def test_log_2_malformed_frames_are_refused_naming_the_byte(data, offset, proble
     assert caught.value.offset == offset and problem in str(caught.value)
 
 
+def test_dec_32_a_varint_above_32_bits_is_refused_and_never_written():
+    """DEC-32: an unsigned varint holds 0 to 2**32 - 1. Five bytes that give a larger value (here
+    in a tagged field's tag, which would otherwise be skipped) are refused where the varint starts,
+    and the encoder refuses to write one."""
+    fence = encode_record(FenceBrokerRecord(1, 2))
+    assert fence[-1] == 0  # the record's tagged-field count
+    tagged = fence[:-1] + bytes([1, 0x80, 0x80, 0x80, 0x80, 0x10, 0])  # one field, tag 2**32, empty
+    with pytest.raises(FrameError) as caught:
+        decode_record(tagged)
+    assert caught.value.offset == len(fence) and "above 4294967295" in str(caught.value)
+    largest = fence[:-1] + bytes([1, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0])  # tag 2**32 - 1: read and skipped
+    assert decode_record(largest)[0] == FenceBrokerRecord(1, 2)
+    assert len(uvarint(2**32 - 1)) == 5
+    with pytest.raises(ValueError, match="holds 0 to 4294967295"):
+        uvarint(2**32)
+
+
 def test_log_4_a_request_appends_one_batch_with_consecutive_offsets():
     """LOG-4."""
     c = Cluster()

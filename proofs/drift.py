@@ -1,0 +1,501 @@
+"""The drift check: the Z3 transitions give exactly the model's successors on concrete states.
+
+The proofs of :mod:`kraftspec.proofs.inductive` are about the model only if every transition of
+the encoding admits what the model does. This module takes concrete states and events from the
+model's own random walks, pins the encoding's state and event to them in a closed world (exactly
+these brokers and partitions exist), and checks, for the branch whose guard holds:
+
+- **one branch**: exactly one branch's guard is satisfiable;
+- **admits**: the model's successor (and, for a heartbeat, its ShouldShutDown and
+  LowestAcknowledgedOffset) satisfies the branch: the proofs cover what the model does;
+- **determines**: no other successor does, field by field (the log end excepted: the encoding
+  does not count records, only registration's +1 matters to it), so the encoding is not looser
+  than the model either.
+
+A change to the model that the encoding misses fails here, on the first state where the two part.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator
+from uuid import UUID
+
+import attrs
+import z3
+
+from ..model.controller import step as model_step
+from ..model.events import Commit, Failover, TakeSnapshot, Tick
+from ..model.heartbeat import expire_lease, handle_broker_heartbeat, next_lease_expiry
+from ..model.log import append
+from ..model.messages import (
+    AlterIsrRequest,
+    AlterPartitionReassignmentsRequest,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    ListPartitionReassignmentsRequest,
+    UnregisterBrokerRequest,
+)
+from ..model.records import NO_LEADER
+from ..model.registration import is_malformed, supports_finalized_features
+from ..model.state import Config, ControllerState, MetadataImage
+from ..model.topics import explicit_assignment, is_legal_topic_name, place_by_replication_factor
+from . import transitions as T
+from .inductive import committed_image_ok, session_timeout
+from .symbolic import Broker, Part, View, state
+
+
+@attrs.frozen
+class Mismatch:
+    """Where the encoding and the model part: the check that failed, on which state and event."""
+
+    check: str  # "one branch", "admits" or "determines"
+    transition: str
+    branch: str
+    event: object
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.check} failed for {self.transition} ({self.branch}) on {self.event!r}: {self.detail}"
+
+
+class World:
+    """A closed world of concrete brokers and partitions, as Z3 constants."""
+
+    def __init__(self, broker_ids, partition_keys):
+        self.brokers = {b: z3.Const(f"broker{b}", Broker) for b in sorted(broker_ids)}
+        keys = sorted(partition_keys, key=str) or [None]  # a sort is never empty: then one that does not exist
+        self.partitions = {k: z3.Const(f"partition{k[0].hex[:6]}/{k[1]}" if k else "partition-none", Part) for k in keys}
+        self.uuids: dict[UUID, int] = {}
+        b, p = z3.Const("b", Broker), z3.Const("p", Part)
+        self.axioms = []
+        for universe, var in ((self.brokers, b), (self.partitions, p)):
+            if len(universe) > 1:
+                self.axioms.append(z3.Distinct(*universe.values()))
+            self.axioms.append(z3.ForAll([var], z3.Or(*[var == c for c in universe.values()])))
+
+    def ground(self, formula: z3.BoolRef) -> z3.BoolRef:
+        """A top-level universal formula as the conjunction of its instances over this world,
+        which the closed-world axioms make equivalent to it, and much easier for Z3."""
+        if not (z3.is_quantifier(formula) and formula.is_forall()):
+            return formula
+        universes = [list((self.brokers if formula.var_sort(i) == Broker else self.partitions).values())
+                     for i in range(formula.num_vars())]
+        body = formula.body()
+        return z3.And(*[z3.substitute_vars(body, *reversed(values)) for values in itertools.product(*universes)])
+
+    def uuid(self, value: UUID) -> int:
+        return self.uuids.setdefault(value, len(self.uuids))
+
+
+def _broker_ids(state: ControllerState, *more) -> set[int]:
+    ids = set(state.leases)
+    for image in (state.image, state.committed_image):
+        ids |= set(image.brokers)
+        for p in image.partitions.values():
+            ids |= set(p.replicas) | set(p.isr) | set(p.adding_replicas) | set(p.removing_replicas)
+    for m in more:
+        ids |= set(m)
+    return ids or {0}
+
+
+Fact = tuple[str, z3.BoolRef]  # what it says in words, and the formula
+
+
+def _facts(world: World, v: View, image: MetadataImage, leases, now, log_end, committed,
+           partitions: bool = True, lease_fields: bool = True) -> list[Fact]:
+    """The equations that say ``v`` is this concrete state, each with its meaning in words."""
+    facts: list[Fact] = []
+    for b, c in world.brokers.items():
+        r = image.brokers.get(b)
+        facts.append((f"broker {b} registered = {r is not None}", v.reg(c) == (r is not None)))
+        if r is not None:
+            facts += [(f"broker {b} fenced = {r.fenced}", v.fenced(c) == r.fenced),
+                      (f"broker {b} epoch = {r.epoch}", v.epoch(c) == r.epoch),
+                      (f"broker {b} incarnation = {r.incarnation_id}", v.inc(c) == world.uuid(r.incarnation_id))]
+        if lease_fields:
+            lease = leases.get(b)
+            facts.append((f"broker {b} holds a lease = {lease is not None}", v.lease(c) == (lease is not None)))
+            if lease is not None:
+                facts += [(f"broker {b} last contact = {lease.last_contact_ms}", v.contact(c) == lease.last_contact_ms),
+                          (f"broker {b} recorded offset = {lease.metadata_offset}", v.offset(c) == lease.metadata_offset),
+                          (f"broker {b} in controlled shutdown = {lease.in_controlled_shutdown}",
+                           v.shut(c) == lease.in_controlled_shutdown),
+                          (f"broker {b} shutdown granted = {lease.shutdown_granted}", v.granted(c) == lease.shutdown_granted)]
+            else:
+                facts += [(f"broker {b} (no lease) not in controlled shutdown", z3.Not(v.shut(c))),
+                          (f"broker {b} (no lease) shutdown not granted", z3.Not(v.granted(c)))]
+    if partitions:
+        facts += _partition_facts(world, v, image)
+    facts += [(f"clock = {now}", v.now == now), (f"committed offset = {committed}", v.committed == committed)]
+    if log_end is not None:
+        facts.append((f"log end offset = {log_end}", v.log_end == log_end))
+    return facts
+
+
+def _partition_facts(world: World, v: View, image: MetadataImage) -> list[Fact]:
+    facts: list[Fact] = []
+    for key, c in world.partitions.items():
+        p = image.partitions.get(key)
+        name = f"partition {key[0].hex[:6]}/{key[1]}" if key else "partition"
+        facts.append((f"{name} exists = {p is not None}", v.live(c) == (p is not None)))
+        if p is None:
+            continue
+        facts += [(f"{name} has a leader = {p.leader != NO_LEADER}", v.led(c) == (p.leader != NO_LEADER)),
+                  (f"{name} leader epoch = {p.leader_epoch}", v.lepoch(c) == p.leader_epoch),
+                  (f"{name} partition epoch = {p.partition_epoch}", v.pepoch(c) == p.partition_epoch)]
+        if p.leader != NO_LEADER:
+            facts.append((f"{name} leader = {p.leader}", v.leader(c) == world.brokers[p.leader]))
+        for b, bc in world.brokers.items():
+            facts += [(f"{name} replicas {p.replicas} has {b} = {b in p.replicas}", v.rep(c, bc) == (b in p.replicas)),
+                      (f"{name} ISR {p.isr} has {b} = {b in p.isr}", v.isr(c, bc) == (b in p.isr)),
+                      (f"{name} adding {p.adding_replicas} has {b} = {b in p.adding_replicas}",
+                       v.add(c, bc) == (b in p.adding_replicas)),
+                      (f"{name} removing {p.removing_replicas} has {b} = {b in p.removing_replicas}",
+                       v.rem(c, bc) == (b in p.removing_replicas))]
+        for i, a in enumerate(p.replicas):  # the preferred order, as an order (rank values are free)
+            for b in p.replicas[i + 1:]:
+                facts.append((f"{name} prefers {a} to {b}", v.rank(c, world.brokers[a]) < v.rank(c, world.brokers[b])))
+    return facts
+
+
+def state_facts(world: World, v: View, s: ControllerState) -> list[z3.BoolRef]:
+    return [f for _, f in _facts(world, v, s.image, s.leases, s.now_ms, s.log_end_offset, s.committed_offset)]
+
+
+# ---- concrete events as the encoding's parameters -------------------------------------------------
+
+
+def _event_ids(state: ControllerState, event) -> tuple[set[int], set]:
+    """Broker ids and partition keys an event brings into the world."""
+    brokers, keys = set(), set()
+    if hasattr(event, "broker_id"):
+        brokers.add(event.broker_id)
+    if isinstance(event, AlterIsrRequest):
+        for t in event.topics:
+            for p in t.partitions:
+                brokers |= set(p.new_isr)
+    elif isinstance(event, AlterPartitionReassignmentsRequest):
+        for t in event.topics:
+            for p in t.partitions:
+                brokers |= set(p.replicas or ())
+    elif isinstance(event, CreateTopicsRequest):
+        for _, key, replicas in _proposals(state, event):
+            keys.add(key)
+            brokers |= set(replicas)
+    return brokers, keys
+
+
+def _proposals(state: ControllerState, request: CreateTopicsRequest) -> list[tuple[int, tuple, tuple[int, ...]]]:
+    """(topic number, partition key, replicas) of every topic that passes the checks before TOPIC-5:
+    the name (TOPIC-2), named once, a new name and id, and an assignment (TOPIC-3, TOPIC-4)."""
+    out, names, ids = [], set(), set()
+    for n, topic in enumerate(request.topics):
+        first = topic.name not in names
+        names.add(topic.name)
+        if not (is_legal_topic_name(topic.name) and first and state.image.topic_named(topic.name) is None):
+            continue
+        if topic.topic_id.int == 0 or topic.topic_id in state.image.topics or topic.topic_id in ids:
+            continue
+        by_count = topic.num_partitions != -1 or topic.replication_factor != -1
+        if bool(topic.assignments) == by_count:
+            continue
+        error, assignment = (explicit_assignment if topic.assignments else place_by_replication_factor)(state.image, topic)
+        if error.value != 0:
+            continue
+        ids.add(topic.topic_id)
+        out += [(n, (topic.topic_id, i), tuple(replicas)) for i, replicas in enumerate(assignment)]
+    return out
+
+
+def _pin_params(world: World, transition: T.Transition, state: ControllerState, event) -> list[z3.BoolRef]:
+    k = transition.params
+    W = world.brokers
+    facts = []
+    if isinstance(event, BrokerHeartbeatRequest):
+        facts += [k["broker"] == W[event.broker_id], k["epoch"] == event.broker_epoch,
+                  k["offset"] == event.current_metadata_offset, k["want_fence"] == event.want_fence,
+                  k["want_shut_down"] == event.want_shut_down, k["version_ok"] == (event.version in (0, 1))]
+    elif isinstance(event, BrokerRegistrationRequest):
+        well_formed = not is_malformed(event) and event.cluster_id == state.config.cluster_id
+        facts += [k["broker"] == W[event.broker_id], k["incarnation"] == world.uuid(event.incarnation_id),
+                  k["well_formed"] == well_formed, k["features_ok"] == supports_finalized_features(state, event)]
+    elif isinstance(event, UnregisterBrokerRequest):
+        facts.append(k["broker"] == W[event.broker_id])
+    elif isinstance(event, AlterIsrRequest):
+        facts += [k["broker"] == W[event.broker_id], k["epoch"] == event.broker_epoch]
+        entries: dict = {}
+        for t in event.topics:
+            for p in t.partitions:
+                entries.setdefault((t.topic_id, p.partition_index), []).append(p)
+        for key, c in world.partitions.items():
+            named = entries.get(key, [])
+            once = len(named) == 1 and len(set(named[0].new_isr)) == len(named[0].new_isr)
+            facts.append(k["named"](c) == once)
+            if once:
+                e = named[0]
+                current = state.image.partitions.get(key)
+                facts += [k["leader_epoch"](c) == e.leader_epoch, k["partition_epoch"](c) == e.partition_epoch,
+                          k["isr_reordered"](c) == (current is None or tuple(e.new_isr) != current.isr)]
+                facts += [k["new_isr"](c, bc) == (b in e.new_isr) for b, bc in W.items()]
+    elif isinstance(event, CreateTopicsRequest):
+        proposals = {key: (n, replicas) for n, key, replicas in _proposals(state, event)}
+        for key, c in world.partitions.items():
+            facts.append(k["proposed"](c) == (key in proposals))
+            if key in proposals:
+                n, replicas = proposals[key]
+                facts.append(k["topic"](c) == n)
+                facts += [k["replicas"](c, bc) == (b in replicas) for b, bc in W.items()]
+                facts += [k["rank"](c, W[b]) == i for i, b in enumerate(replicas)]
+    elif isinstance(event, DeleteTopicsRequest):
+        deleted = set()
+        for name in dict.fromkeys(event.topic_names):
+            topic = state.image.topic_named(name)
+            if topic is not None:
+                deleted.add(topic.topic_id)
+        facts += [k["deleted"](c) == (key is not None and key[0] in deleted) for key, c in world.partitions.items()]
+    elif isinstance(event, AlterPartitionReassignmentsRequest):
+        entries = {}
+        for t in event.topics:
+            topic = state.image.topic_named(t.name)
+            for p in t.partitions:
+                key = (topic.topic_id, p.partition_index) if topic else None
+                entries.setdefault(key, []).append(p)
+        for key, c in world.partitions.items():
+            named = entries.get(key, []) if key in state.image.partitions else []
+            once = named[0] if len(named) == 1 else None
+            target = once.replicas if once is not None else None
+            starts = target is not None and len(target) > 0 and len(set(target)) == len(target)
+            facts += [k["cancel"](c) == (once is not None and target is None), k["start"](c) == starts]
+            if starts:
+                facts += [k["target"](c, bc) == (b in target) for b, bc in W.items()]
+                facts += [k["target_rank"](c, W[b]) == i for i, b in enumerate(target)]
+    return facts
+
+
+# ---- the check -----------------------------------------------------------------------------------
+
+
+_BUILT: dict = {}
+
+
+def built(build) -> T.Transition:
+    """The transition of a builder over the state named "pre" (built once: every check shares it)."""
+    if build not in _BUILT:
+        _BUILT[build] = build(state("pre"), session_timeout())
+    return _BUILT[build]
+
+
+def _failover(pre, s):
+    return T.failover(pre, s, committed_image_ok)
+
+
+class _Solver:
+    """One solver per check: the base facts once, each question pushed and popped."""
+
+    def __init__(self, base: list[z3.BoolRef]):
+        self.solver = z3.Solver()
+        self.solver.set("timeout", 20_000)
+        self.solver.add(*base)
+
+    def __call__(self, *facts: z3.BoolRef) -> z3.CheckSatResult:
+        self.solver.push()
+        self.solver.add(*facts)
+        answer = self.solver.check()
+        self.solver.pop()
+        return answer
+
+
+def check_step(build, before: ControllerState, event, after: ControllerState, *,
+               world: World, params=(), reply=None, exact_log_end: bool = False) -> Mismatch | None:
+    """Check one transition of the encoding against one concrete step ``before -> after``."""
+    transition = built(build)
+    pre = state("pre")
+    solve = _Solver([session_timeout() == before.config.session_timeout_ms, *world.axioms,
+                     *map(world.ground, transition.axioms), *state_facts(world, pre, before), *params])
+    taken = [b for b in transition.branches if solve(b.guard) == z3.sat]
+    if len(taken) != 1:
+        names = ", ".join(b.name for b in taken) or "none"
+        return Mismatch("one branch", transition.name, names, event, f"branches whose guard holds: {names}")
+    branch = taken[0]
+    post = branch.post
+    expected = _facts(world, post, after.image, after.leases, after.now_ms, after.log_end_offset, after.committed_offset)
+    if reply is not None and branch.should_shut_down is not None:
+        expected.append((f"ShouldShutDown = {reply.should_shut_down}", branch.should_shut_down == reply.should_shut_down))
+        if branch.lao is not None and reply.lowest_acknowledged_offset is not None:
+            expected.append((f"LowestAcknowledgedOffset = {reply.lowest_acknowledged_offset}",
+                             branch.lao == reply.lowest_acknowledged_offset))
+    solve.solver.add(*map(world.ground, branch.axioms))
+    if solve(branch.guard, *[f for _, f in expected]) != z3.sat:
+        return Mismatch("admits", transition.name, branch.name, event, _first_refused(solve, branch.guard, expected))
+    determined = [(label, f) for label, f in expected if exact_log_end or not label.startswith("log end offset")]
+    if solve(branch.guard, z3.Or(*[z3.Not(f) for _, f in determined])) != z3.unsat:
+        return Mismatch("determines", transition.name, branch.name, event,
+                        _first_undetermined(solve, branch.guard, determined))
+    return None
+
+
+def _first_refused(solve, guard, expected: list[Fact]) -> str:
+    for label, fact in expected:
+        if solve(guard, fact) != z3.sat:
+            return f"after the model's step, {label}; the encoding does not allow it"
+    return "the model's successor as a whole is not allowed (no single fact is refused)"
+
+
+def _first_undetermined(solve, guard, expected: list[Fact]) -> str:
+    for label, fact in expected:
+        if solve(guard, z3.Not(fact)) != z3.unsat:
+            return f"after the model's step, {label}; the encoding also allows otherwise"
+    return "the encoding allows another successor"
+
+
+def check(before: ControllerState, event, result) -> list[Mismatch]:
+    """Check the encoding against the model on ``step(before, event) = result``."""
+    after = result.state
+    brokers, keys = _event_ids(before, event)
+    world = World(_broker_ids(before, brokers, _broker_ids(after)),
+                  set(before.image.partitions) | set(after.image.partitions) | keys)
+    out: list[Mismatch] = []
+
+    def run(build, b, ev, a, **kw):
+        mismatch = check_step(build, b, ev, a, world=world, params=_pin_params(world, built(build), b, ev), **kw)
+        if mismatch:
+            out.append(mismatch)
+
+    builders = {
+        BrokerRegistrationRequest: T.registration, BrokerHeartbeatRequest: T.heartbeat,
+        UnregisterBrokerRequest: T.unregistration, AlterIsrRequest: T.alter_isr,
+        CreateTopicsRequest: T.create_topics, DeleteTopicsRequest: T.delete_topics,
+        AlterPartitionReassignmentsRequest: T.reassign, ListPartitionReassignmentsRequest: T.list_reassignments,
+    }
+    if type(event) in builders:
+        reply = handle_broker_heartbeat(before, event).response if isinstance(event, BrokerHeartbeatRequest) else None
+        run(builders[type(event)], before, event, after, reply=reply,
+            exact_log_end=isinstance(event, BrokerRegistrationRequest))
+    elif isinstance(event, Tick):
+        _check_tick(before, event, after, world, out)
+    elif isinstance(event, Commit):
+        committed = built(T.commit).params["committed"]
+        mismatch = check_step(T.commit, before, event, after, world=world,
+                              params=[committed == after.committed_offset], exact_log_end=True)
+        if mismatch:
+            out.append(mismatch)
+    elif isinstance(event, Failover):
+        image = built(_failover).params["committed_image"]
+        pinned = [f for _, f in _facts(world, image, before.committed_image, {}, before.now_ms, None,
+                                       before.committed_offset, lease_fields=False)]
+        mismatch = check_step(_failover, before, event, after, world=world, params=pinned, exact_log_end=True)
+        if mismatch:
+            out.append(mismatch)
+    elif isinstance(event, TakeSnapshot):
+        run(T.take_snapshot, before, event, after, exact_log_end=True)
+    return out
+
+
+def _check_tick(before: ControllerState, event: Tick, after: ControllerState, world: World, out: list) -> None:
+    """A tick, piece by piece as model.controller._tick runs it: the clock, each lapsed lease, the end."""
+    advanced = before.evolve(now_ms=event.now_ms) if event.now_ms > before.now_ms else before
+    pieces = [(T.tick_advance, before, advanced, [built(T.tick_advance).params["now"] == event.now_ms])]
+    current = advanced
+    if event.now_ms > before.now_ms:
+        while (broker_id := next_lease_expiry(current)) is not None:
+            decision = expire_lease(current, broker_id)
+            nxt, _ = append(current, decision.records)
+            nxt = nxt.evolve(leases=decision.leases)
+            x = built(T.tick_expire).params["broker"]
+            pieces.append((T.tick_expire, current, nxt, [x == world.brokers[broker_id]]))
+            current = nxt
+    pieces.append((T.tick_done, current, current, []))
+    if current.image != after.image or current.leases != after.leases:
+        out.append(Mismatch("admits", "Tick", "loop", event, "the pieces do not add up to the model's tick"))
+        return
+    for build, b, a, params in pieces:
+        mismatch = check_step(build, b, event, a, world=world, params=params, exact_log_end=False)
+        if mismatch:
+            out.append(mismatch)
+            return
+
+
+# ---- samples from the model's random walks ---------------------------------------------------------
+
+
+COMMON = {"Tick": 0.2, "Commit": 0.2, "BrokerHeartbeatRequest": 0.3, "BrokerRegistrationRequest": 0.5}
+"""Events the walks are full of, kept with these odds, so that the rare kinds get their share."""
+
+
+def samples(count: int, seed: int = 0, steps: int = 80) -> Iterator[tuple[ControllerState, object, object]]:
+    """``count`` concrete (state, event, result) triples from the model's swarm random walks
+    (deterministic by ``seed``), with the common events thinned out (:data:`COMMON`)."""
+    from ..conformance.generate import FAULTS, FaultySimulation, swarm
+
+    rng = random.Random(seed)
+    produced = 0
+    walk = 0
+    while produced < count:
+        mix = swarm(seed * 100_003 + walk)
+        walk += 1
+        simulation = FaultySimulation(rng.randrange(2**32), mix["brokers"], mix["partitions"],
+                                      frozenset(mix["faults"]) & frozenset(FAULTS), Config())
+        before = simulation.state
+        for happening in simulation.run(steps):
+            if rng.random() < COMMON.get(type(happening.event).__name__, 1.0):
+                yield before, happening.event, happening.result
+                produced += 1
+                if produced >= count:
+                    return
+            before = simulation.state
+
+
+def corpus_samples(folder=None) -> Iterator[tuple[ControllerState, object, object]]:
+    """Every step of every trace of the regression corpus, which together fire every rule."""
+    from importlib.resources import files
+    from pathlib import Path
+
+    from ..conformance.adapters import model_config, model_event
+    from ..conformance.trace import read
+    from ..model.log import initial_state
+
+    folder = Path(folder) if folder else Path(str(files("kraftspec.conformance").joinpath("corpus")))
+    for path in sorted(folder.rglob("*.jsonl")):
+        trace = read(path)
+        current = initial_state(model_config(trace.header.config))
+        for s in trace.steps:
+            event = model_event(s.event)
+            result = model_step(current, event)
+            yield current, event, result
+            current = result.state
+
+
+def run(count: int = 1000, seed: int = 0, corpus: bool = True, progress=None) -> "DriftReport":
+    """Check every step of the corpus (when ``corpus``) and ``count`` steps sampled from random walks."""
+    import time
+
+    started = time.perf_counter()
+    mismatches: list[Mismatch] = []
+    kinds: dict[str, int] = {}
+    checked = 0
+    sources = [corpus_samples()] if corpus else []
+    sources.append(samples(count, seed))
+    for source in sources:
+        for before, event, result in source:
+            kinds[type(event).__name__] = kinds.get(type(event).__name__, 0) + 1
+            mismatches += check(before, event, result)
+            checked += 1
+            if progress:
+                progress(checked)
+    return DriftReport(checked, tuple(mismatches), kinds, time.perf_counter() - started)
+
+
+@attrs.frozen
+class DriftReport:
+    checked: int
+    mismatches: tuple[Mismatch, ...]
+    kinds: dict[str, int]
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return not self.mismatches

@@ -1,0 +1,79 @@
+"""The guard-removal check: each guard an invariant depends on, taken away, must make that
+invariant's obligation fail with a counterexample.
+
+A proof that still passes without the guard it is supposed to need proves less than it claims
+(the invariant holds for another reason, or the encoding does not use the guard at all). Each
+:class:`GuardRemoval` names a guard of :mod:`kraftspec.proofs.transitions` (by the rule it
+implements), the transition it sits in and the invariant that must then fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import attrs
+
+from . import transitions as T
+from .obligations import FAILED, Obligation
+
+
+@attrs.frozen
+class GuardRemoval:
+    guard: str  # the name given to transitions.guard / transitions.enabled
+    transition: str
+    breaks: str  # the invariant whose obligation must fail
+    description: str
+
+
+REMOVALS = (
+    GuardRemoval("REG-4", "BrokerRegistration", "INV-3",
+                 "a new incarnation registers while the old one holds its lease (and may lead)"),
+    GuardRemoval("REG-6", "BrokerRegistration", "INV-6", "the epoch is the offset before the record's own"),
+    GuardRemoval("REG-7", "BrokerRegistration", "INV-4", "the epoch does not come from the log"),
+    GuardRemoval("PART-3/unfenced", "Tick (a lease lapses)", "INV-3", "elections ignore fencing"),
+    GuardRemoval("PART-3/in-isr", "AlterPartitionReassignments", "INV-1",
+                 "a leader stays leader after leaving the ISR (a completed reassignment removes it)"),
+    GuardRemoval("PART-6", "Tick (a lease lapses)", "INV-9", "a fenced broker stays in ISRs it shares"),
+    GuardRemoval("PART-8", "UnregisterBroker", "INV-5", "an unregistered broker stays in its partitions' lists"),
+    GuardRemoval("ISR-7", "AlterIsr", "INV-2", "AlterIsr accepts members outside the replicas"),
+    GuardRemoval("ISR-8", "AlterIsr", "INV-9", "AlterIsr accepts fenced or unregistered members"),
+    GuardRemoval("REASSIGN-3", "AlterPartitionReassignments", "INV-5", "a reassignment may target unregistered brokers"),
+    GuardRemoval("REASSIGN-4", "AlterPartitionReassignments", "INV-17",
+                 "the target is not placed after the removing replicas"),
+    GuardRemoval("TOPIC-5", "CreateTopics", "INV-3", "a new partition's ISR and leader may be fenced brokers"),
+    GuardRemoval("SHUT-1", "BrokerHeartbeat", "INV-13", "fencing does not end a controlled shutdown"),
+    GuardRemoval("SHUT-3", "BrokerHeartbeat", "INV-11", "ShouldShutDown while the broker still leads"),
+    GuardRemoval("LEASE-7", "BrokerHeartbeat", "INV-10", "a heartbeat does not renew the lease"),
+    GuardRemoval("LEASE-8", "Tick (done)", "INV-10", "a lease lapses a millisecond after its deadline"),
+    GuardRemoval("LEASE-14", "Failover", "INV-10", "a new active controller keeps the old leases' times"),
+    GuardRemoval("LAO-1", "BrokerHeartbeat", "INV-12", "LowestAcknowledgedOffset from the state before the step"),
+)
+
+
+@contextlib.contextmanager
+def removed(guard: str):
+    """The encoding without ``guard`` while the block runs."""
+    T.DISABLED.add(guard)
+    try:
+        yield
+    finally:
+        T.DISABLED.discard(guard)
+
+
+def check(removal: GuardRemoval, explain: bool = True) -> Obligation:
+    """The obligation of ``removal.breaks`` for ``removal.transition``, with the guard removed:
+    it must be FAILED, with a counterexample in its detail."""
+    from .inductive import obligations
+
+    with removed(removal.guard):
+        found = obligations((removal.breaks,), only=(removal.transition,), explain=explain)
+    [obligation] = [o for o in found if o.subject == removal.breaks and o.transition == removal.transition]
+    return obligation
+
+
+def run(explain: bool = True) -> list[tuple[GuardRemoval, Obligation]]:
+    return [(removal, check(removal, explain)) for removal in REMOVALS]
+
+
+def killed(obligation: Obligation) -> bool:
+    return obligation.result == FAILED

@@ -1,0 +1,384 @@
+"""The model's invariants, proved inductive with Z3 for any number of brokers and partitions.
+
+For every invariant of spec/invariants.md that the encoding can state and every transition of
+:mod:`kraftspec.proofs.transitions`, two obligations: ``init => Inv`` and, branch by branch,
+``Inv and guard and Transition => Inv'``, where ``Inv`` is the conjunction of all the encoded
+invariants (each proved inductive relative to the others: together they are one inductive
+invariant). An obligation is proved when Z3 finds the negation unsatisfiable.
+
+Three details a reviewer should know:
+
+- **A tick is a loop.** The model's tick moves the clock and then fences lapsed leases one at a
+  time. Between those pieces INV-10 (an unfenced broker's lease has not lapsed) is broken on
+  purpose; the pieces are proved against the invariant without INV-10's clause on time, and the
+  end of the loop ("no unfenced lease has lapsed") restores it. So INV-10 is proved for the whole
+  tick, and every request starts from a state where it holds.
+- **The committed image** is not a separate state in the encoding. By INV-16 and INV-8 (checked
+  on every step of every test, not here) the committed image is the in-memory image as it was
+  when the log ended at the committed offset, and those images are exactly what this induction
+  covers. So a failover may assume the committed image satisfies the state invariants, with the
+  committed offset as its log end (:func:`committed_image_ok`).
+- **Non-vacuity.** For every branch, ``Inv and guard`` is checked satisfiable, so no proof is
+  true merely because a branch can never be taken.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import attrs
+import z3
+
+from .obligations import FAILED, PROVED, UNKNOWN, Obligation
+from .symbolic import Broker, Part, View, state
+from . import transitions as T
+
+B, P = z3.Const("b", Broker), z3.Const("p", Part)
+A = z3.Const("a", Broker)
+
+
+# ---- the invariants (spec/invariants.md), as formulas over a view -----------------------------
+
+
+def inv_1(v: View, s) -> z3.BoolRef:
+    """INV-1: a leader is in the ISR."""
+    return z3.ForAll([P], z3.Implies(z3.And(v.live(P), v.led(P)), v.isr(P, v.leader(P))))
+
+
+def inv_2(v: View, s) -> z3.BoolRef:
+    """INV-2: ISR, adding and removing within the replicas, adding and removing disjoint; no
+    replica twice (distinct replicas have distinct places in the preferred order)."""
+    return z3.And(
+        z3.ForAll([P, B], z3.Implies(v.live(P), z3.And(
+            z3.Implies(v.isr(P, B), v.rep(P, B)), z3.Implies(v.add(P, B), v.rep(P, B)),
+            z3.Implies(v.rem(P, B), v.rep(P, B)), z3.Not(z3.And(v.add(P, B), v.rem(P, B)))))),
+        z3.ForAll([P, A, B], z3.Implies(z3.And(v.live(P), v.rep(P, A), v.rep(P, B), A != B), v.rank(P, A) != v.rank(P, B))),
+    )
+
+
+def inv_3(v: View, s) -> z3.BoolRef:
+    """INV-3: a leader is registered and unfenced."""
+    return z3.ForAll([P], z3.Implies(z3.And(v.live(P), v.led(P)), z3.And(v.reg(v.leader(P)), z3.Not(v.fenced(v.leader(P))))))
+
+
+def inv_5(v: View, s) -> z3.BoolRef:
+    """INV-5: every broker a partition names is registered."""
+    return z3.ForAll([P, B], z3.Implies(z3.And(v.live(P), v.names(P, B)), v.reg(B)))
+
+
+def inv_6(v: View, s) -> z3.BoolRef:
+    """INV-6: broker epochs are distinct and below the log end offset."""
+    return z3.And(
+        z3.ForAll([A, B], z3.Implies(z3.And(v.reg(A), v.reg(B), A != B), v.epoch(A) != v.epoch(B))),
+        z3.ForAll([B], z3.Implies(v.reg(B), v.epoch(B) < v.log_end)),
+    )
+
+
+def inv_9(v: View, s) -> z3.BoolRef:
+    """INV-9: in an ISR of more than one member, every member is registered and unfenced."""
+    return z3.ForAll([P, A, B], z3.Implies(
+        z3.And(v.live(P), v.isr(P, A), v.isr(P, B), A != B), z3.And(v.reg(A), z3.Not(v.fenced(A)))))
+
+
+def inv_10_leases(v: View, s) -> z3.BoolRef:
+    """INV-10, first clause: exactly the registered brokers hold a lease."""
+    return z3.ForAll([B], v.lease(B) == v.reg(B))
+
+
+def inv_10_time(v: View, s) -> z3.BoolRef:
+    """INV-10, second clause: an unfenced broker's lease has not lapsed."""
+    return z3.ForAll([B], z3.Implies(z3.And(v.reg(B), z3.Not(v.fenced(B))), v.now < v.lease_deadline(B, s)))
+
+
+def inv_10(v: View, s) -> z3.BoolRef:
+    """INV-10: every registered broker, and no other, holds a lease; an unfenced one's has not lapsed."""
+    return z3.And(inv_10_leases(v, s), inv_10_time(v, s))
+
+
+def inv_13(v: View, s) -> z3.BoolRef:
+    """INV-13: a broker in controlled shutdown is registered and unfenced."""
+    return z3.ForAll([B], z3.Implies(v.shut(B), z3.And(v.reg(B), z3.Not(v.fenced(B)))))
+
+
+def inv_17(v: View, s) -> z3.BoolRef:
+    """INV-17: removing replicas come before every other replica in the replica list."""
+    return z3.ForAll([P, A, B], z3.Implies(
+        z3.And(v.live(P), v.rem(P, A), v.rep(P, B), z3.Not(v.rem(P, B))), v.rank(P, A) < v.rank(P, B)))
+
+
+STATE_INVARIANTS: dict[str, Callable[[View, z3.ArithRef], z3.BoolRef]] = {
+    "INV-1": inv_1, "INV-2": inv_2, "INV-3": inv_3, "INV-5": inv_5, "INV-6": inv_6,
+    "INV-9": inv_9, "INV-10": inv_10, "INV-13": inv_13, "INV-17": inv_17,
+}
+IMAGE_INVARIANTS = ("INV-1", "INV-2", "INV-3", "INV-5", "INV-6", "INV-9", "INV-17")
+"""The invariants of the metadata image alone: what the committed image satisfies too."""
+
+
+def inv_4(pre: View, post: View, failover: bool) -> z3.BoolRef:
+    """INV-4: epochs, the clock and the committed offset never go back (a failover compares the
+    in-memory state with the committed one, which the encoding does not keep: clock and offset only)."""
+    clock = z3.And(post.now >= pre.now, post.committed >= pre.committed)
+    if failover:
+        return clock
+    return z3.And(
+        clock,
+        z3.ForAll([B], z3.Implies(z3.And(pre.reg(B), post.reg(B)), post.epoch(B) >= pre.epoch(B))),
+        z3.ForAll([P], z3.Implies(z3.And(pre.live(P), post.live(P)),
+                                  z3.And(post.lepoch(P) >= pre.lepoch(P), post.pepoch(P) >= pre.pepoch(P)))),
+    )
+
+
+def inv_11(branch: T.Branch, x) -> z3.BoolRef:
+    """INV-11: ShouldShutDown only for a broker that leads nothing after the step."""
+    return z3.Implies(branch.should_shut_down, z3.ForAll([P], z3.Not(branch.post.leads(P, x))))
+
+
+def inv_12(branch: T.Branch) -> z3.BoolRef:
+    """INV-12: LowestAcknowledgedOffset is at most every unfenced broker's recorded offset."""
+    v = branch.post
+    return z3.ForAll([B], z3.Implies(z3.And(v.reg(B), z3.Not(v.fenced(B))), branch.lao <= v.offset(B)))
+
+
+NOT_ENCODED = {
+    "INV-7": "about the records in the log (a RegisterBrokerRecord's BrokerEpoch is its own offset); the encoding "
+             "keeps the log only as its end offset. Its consequence for the state, epochs below the log end and "
+             "distinct, is INV-6, proved here; INV-7 itself is checked on every step by model/invariants.py",
+    "INV-8": "about replaying the committed records (replay is a fold over a list of records, which the encoding "
+             "does not represent); checked on every step by model/invariants.py and by the snapshot tests",
+    "INV-14": "about topic names, ids and partition numbers, which the encoding abstracts away (a topic is a set "
+              "of partitions created or deleted together); checked on every step by model/invariants.py",
+    "INV-15": "about the log's batches, snapshot and waiting responses, which the encoding keeps only as the log "
+              "end and committed offsets; checked on every step by model/invariants.py",
+    "INV-16": "about replaying the uncommitted records onto the committed image (a fold, as INV-8); checked on every "
+              "step by model/invariants.py. The proof of failover leans on it: see this module's docstring",
+}
+
+
+# ---- the system: initial states, transitions ---------------------------------------------------
+
+
+def session_timeout() -> z3.ArithRef:
+    return z3.Int("broker.session.timeout.ms")
+
+
+def config_ok(s) -> z3.BoolRef:
+    """CONF-2 as far as the proofs need it: the session timeout is positive."""
+    return s > 0
+
+
+def initial(v: View) -> z3.BoolRef:
+    """model.log.initial_state: no broker, no lease, no partition; the bootstrap batch committed."""
+    return z3.And(
+        z3.ForAll([B], z3.And(z3.Not(v.reg(B)), z3.Not(v.lease(B)), z3.Not(v.shut(B)), z3.Not(v.granted(B)))),
+        z3.ForAll([P], z3.Not(v.live(P))),
+        v.now >= 0, v.committed >= 0, v.log_end == v.committed,
+    )
+
+
+def natural(v: View, s) -> z3.BoolRef:
+    """Ranges every reachable state has (times, epochs and offsets are not negative), asked of a
+    countermodel only to make it readable; the proofs never assume them."""
+    return z3.And(
+        s >= 2, v.now >= 0, v.committed >= 0, v.log_end >= v.committed,
+        z3.ForAll([B], z3.And(v.epoch(B) >= 0, v.contact(B) >= 0, v.contact(B) <= v.now, v.offset(B) >= -1, v.inc(B) >= 0)),
+        z3.ForAll([P], z3.And(v.lepoch(P) >= 0, v.pepoch(P) >= v.lepoch(P))),
+        z3.ForAll([P, B], z3.And(v.rank(P, B) >= 0, v.rank(P, B) < 16)),
+    )
+
+
+def invariant(v: View, s, without: tuple[Callable, ...] = ()) -> z3.BoolRef:
+    parts = [f(v, s) for f in STATE_INVARIANTS.values() if f is not inv_10]
+    parts.append(inv_10_leases(v, s))
+    if inv_10_time not in without:
+        parts.append(inv_10_time(v, s))
+    return z3.And(*parts)
+
+
+def committed_image_ok(image: View) -> z3.BoolRef:
+    """What a failover may assume of the committed image: the image invariants (see the docstring)."""
+    return z3.And(*(STATE_INVARIANTS[i](image, None) for i in IMAGE_INVARIANTS))
+
+
+BUILDERS = (
+    T.registration, T.heartbeat, T.unregistration, T.alter_isr, T.create_topics, T.delete_topics, T.reassign,
+    T.list_reassignments, T.tick_advance, T.tick_expire, T.tick_done, T.commit,
+    lambda pre, s: T.failover(pre, s, committed_image_ok), T.take_snapshot,
+)
+
+
+def transitions(pre: View, s) -> list[T.Transition]:
+    return [build(pre, s) for build in BUILDERS]
+
+
+# ---- the obligations ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Outcome:
+    result: str
+    seconds: float
+    detail: str = ""
+    model: z3.ModelRef | None = None
+    branch: str = ""
+
+    @property
+    def proved(self) -> bool:
+        return self.result == PROVED
+
+
+def _check(solver: z3.Solver, goal: z3.BoolRef, timeout_ms: int) -> tuple[z3.CheckSatResult, float, z3.ModelRef | None]:
+    solver.push()
+    solver.add(goal)
+    solver.set("timeout", timeout_ms)
+    started = time.perf_counter()
+    answer = solver.check()
+    seconds = time.perf_counter() - started
+    model = solver.model() if answer == z3.sat else None
+    solver.pop()
+    return answer, seconds, model
+
+
+def prove(assumptions: list[z3.BoolRef], claim: z3.BoolRef, timeout_ms: int = 20_000) -> Outcome:
+    """``assumptions => claim``: PROVED when the negation is unsatisfiable."""
+    solver = z3.Solver()
+    solver.add(*assumptions)
+    answer, seconds, model = _check(solver, z3.Not(claim), timeout_ms)
+    if answer == z3.unsat:
+        return Outcome(PROVED, seconds)
+    if answer == z3.sat:
+        return Outcome(FAILED, seconds, model=model)
+    return Outcome(UNKNOWN, seconds, f"Z3 gave up: {solver.reason_unknown()}")
+
+
+def obligations(invariant_ids: tuple[str, ...] | None = None, timeout_ms: int = 20_000,
+                mutate: Callable[[T.Transition], T.Transition] | None = None,
+                only: tuple[str, ...] | None = None, explain: bool = True) -> list[Obligation]:
+    """Every obligation: ``init => Inv`` and ``Inv and T => Inv'`` for each invariant and transition,
+    the step and reply invariants, and a non-vacuity check per transition. ``only`` limits the
+    transitions by name; ``mutate`` rewrites each transition first. A failed obligation's detail
+    is its counterexample, replayed in the model and classified when ``explain``."""
+    from functools import partial
+
+    from .counterexample import explain as explain_failure
+
+    explain = partial(explain_failure, classify_it=explain)
+
+    s = session_timeout()
+    pre = state("pre")
+    ids = invariant_ids or tuple(STATE_INVARIANTS) + ("INV-4", "INV-11", "INV-12")
+    out: list[Obligation] = []
+
+    init = state("init")
+    for inv_id in ids:
+        if inv_id in STATE_INVARIANTS and not only:
+            outcome = prove([config_ok(s), initial(init)], STATE_INVARIANTS[inv_id](init, s), timeout_ms)
+            out.append(_obligation(inv_id, "init", outcome, explain, init, None, None))
+
+    for transition in transitions(pre, s):
+        if only and transition.name not in only:
+            continue
+        if mutate is not None:
+            transition = mutate(transition)
+        within_tick = transition.within_tick
+        starts_mid_tick = within_tick and transition.name != "Tick (clock)"
+        before = invariant(pre, s, without=(inv_10_time,) if starts_mid_tick else ())
+        base = [config_ok(s), before, *transition.axioms]
+        x = transition.params.get("broker")
+        for inv_id in ids:
+            claims = []
+            for branch in transition.branches:
+                claim = _claim(inv_id, branch, pre, s, x, transition)
+                if claim is not None:
+                    claims.append((branch, claim))
+            if not claims:
+                continue
+            total, failed = 0.0, None
+            for branch, claim in claims:
+                outcome = prove([*base, *branch.axioms, branch.guard], claim, timeout_ms)
+                total += outcome.seconds
+                if outcome.result == FAILED:  # a readable countermodel, if there is one
+                    nicer = prove([*base, *branch.axioms, branch.guard, natural(pre, s)], claim, timeout_ms)
+                    outcome = nicer if nicer.result == FAILED else outcome
+                if outcome.result != PROVED:
+                    failed = attrs.evolve(outcome, branch=branch.name)
+                    break
+            outcome = failed if failed else Outcome(PROVED, total)
+            out.append(_obligation(inv_id, transition.name, attrs.evolve(outcome, seconds=total), explain, pre,
+                                   transition, failed.branch if failed else ""))
+        out.append(_non_vacuous(transition, base, timeout_ms))
+    for inv_id, reason in NOT_ENCODED.items():
+        if invariant_ids is None:
+            out.append(Obligation("invariant", inv_id, "-", "not encoded", 0.0, reason))
+    return out
+
+
+def _claim(inv_id: str, branch: T.Branch, pre: View, s, x, transition: T.Transition) -> z3.BoolRef | None:
+    post = branch.post
+    if inv_id == "INV-4":
+        return inv_4(pre, post, failover=transition.name == "Failover")
+    if inv_id == "INV-11":
+        return inv_11(branch, x) if branch.should_shut_down is not None else None
+    if inv_id == "INV-12":
+        return inv_12(branch) if branch.lao is not None else None
+    if inv_id == "INV-10" and transition.within_tick:
+        if transition.name == "Tick (done)":
+            return inv_10(post, s)
+        return inv_10_leases(post, s)  # mid-tick: only the lease clause; the loop's end restores the rest
+    return STATE_INVARIANTS[inv_id](post, s)
+
+
+def _non_vacuous(transition: T.Transition, base: list[z3.BoolRef], timeout_ms: int) -> Obligation:
+    """Every branch can be taken from some state satisfying the invariant."""
+    solver = z3.Solver()
+    solver.add(*base)
+    started = time.perf_counter()
+    dead, unsure = [], []
+    for branch in transition.branches:
+        answer, _, _ = _check(solver, z3.And(branch.guard, *branch.axioms), timeout_ms)
+        if answer == z3.unsat:
+            dead.append(branch.name)
+        elif answer != z3.sat:
+            unsure.append(branch.name)
+    seconds = time.perf_counter() - started
+    if dead:
+        return Obligation("invariant", "non-vacuous", transition.name, FAILED, seconds,
+                          f"branches that no state satisfying the invariant can take: {', '.join(dead)}")
+    if unsure:
+        return Obligation("invariant", "non-vacuous", transition.name, UNKNOWN, seconds,
+                          f"Z3 could not show these branches can be taken: {', '.join(unsure)}")
+    return Obligation("invariant", "non-vacuous", transition.name, PROVED, seconds)
+
+
+def _obligation(inv_id, transition_name, outcome: Outcome, explain, pre, transition, branch) -> Obligation:
+    detail = outcome.detail
+    if outcome.result == FAILED and outcome.model is not None:
+        detail = explain(outcome.model, inv_id, pre, transition, branch)
+    return Obligation("invariant", inv_id, transition_name, outcome.result, outcome.seconds, detail)
+
+
+# ---- which invariants need which ------------------------------------------------------------------
+
+
+def dependencies(timeout_ms: int = 5_000) -> dict[str, list[tuple[str, str, list[str]]]]:
+    """For each state invariant, the transitions (and branch) where it is not inductive on its own,
+    with the other invariants each of which, added alone, makes it so: the strengthening each one
+    needs. Empty for an invariant inductive on its own. (Ticks are left out: they are proved
+    piecewise against the invariant without INV-10's clause on time, see the docstring.)"""
+    s = session_timeout()
+    pre = state("pre")
+    out: dict[str, list[tuple[str, str, list[str]]]] = {}
+    for inv_id, holds in STATE_INVARIANTS.items():
+        out[inv_id] = []
+        for transition in transitions(pre, s):
+            if transition.within_tick:
+                continue
+            for branch in transition.branches:
+                base = [config_ok(s), holds(pre, s), *transition.axioms, *branch.axioms, branch.guard]
+                if prove(base, holds(branch.post, s), timeout_ms).proved:
+                    continue
+                helpers = [other for other, f in STATE_INVARIANTS.items()
+                           if other != inv_id and prove([*base, f(pre, s)], holds(branch.post, s), timeout_ms).proved]
+                out[inv_id].append((transition.name, branch.name, helpers))
+                break
+    return out
