@@ -339,7 +339,9 @@ def add_parser(commands) -> None:
         help="measure impl against its performance goals",
         description=__doc__.split("Prints")[0].strip() + " See README.md for the goals.",
     )
-    bench.add_argument("target", choices=["impl", "conformance"], help="what to measure: impl (issue 3) or conformance (issue 4)")
+    bench.add_argument("target", choices=["impl", "conformance", "spark"],
+                       help="what to measure: impl (issue 3), conformance (issue 4) or spark (the conform job: one "
+                       "process, a 2-process pool, Spark local[1] and local[2] on the same workload)")
     bench.add_argument("--quick", action="store_true", help="1/100 of the sizes: a smoke test, not a measurement")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
 
@@ -348,7 +350,12 @@ def run(args, out=None) -> int:
     out = out or sys.stdout
     scale = 0.01 if args.quick else 1.0
     say(out, f"kraftspec bench {args.target}{' --quick' if args.quick else ''} (pid {os.getpid()}, {os.cpu_count()} cores)")
-    figures = bench_impl(scale, out) if args.target == "impl" else bench_conformance(scale, out)
+    if args.target == "spark":
+        from kraftspec.bench_spark import bench_spark
+
+        figures = bench_spark(scale, out, say)
+    else:
+        figures = bench_impl(scale, out) if args.target == "impl" else bench_conformance(scale, out)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(figures, f, indent=2, default=str)

@@ -60,9 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from kraftspec.bench import add_parser as add_bench
     from kraftspec.check_config import add_parser as add_check_config
+    from kraftspec.conform import add_parser as add_conform
     from kraftspec.prove import add_parser as add_prove
     from kraftspec.traces import add_parsers as add_trace_commands
 
+    add_conform(commands)
     add_trace_commands(commands)
     add_bench(commands)
     add_prove(commands)
@@ -85,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.bench import run
 
             return run(args)
+        if args.command == "conform":
+            from kraftspec.conform import run as conform
+
+            return conform(args)
         if args.command == "prove":
             from kraftspec.prove import run as prove
 

@@ -110,6 +110,8 @@ def add_parsers(commands) -> None:
     generate.add_argument("--depth", type=_positive("--depth"), default=2,
                           help="events after the warm start (exhaustive; default 2: about 500 traces; 3 gives about 12,600)")
     generate.add_argument("--out", required=True, help="directory to write the traces to (created if missing)")
+    generate.add_argument("--spec", metavar="VERSION", help="refuse to run unless this kraftspec implements spec "
+                          "VERSION (so that a printed command regenerates exactly the same trace)")
 
     replay = commands.add_parser(
         "replay", help="replay traces against an implementation",
@@ -167,7 +169,11 @@ def _adapter(spec: str):
 
 def run_generate(args) -> int:
     from kraftspec.conformance.generate import walk
+    from kraftspec.spec import SPEC_VERSION
 
+    if args.spec is not None and args.spec != SPEC_VERSION:
+        return _fail(f"--spec {args.spec}: this kraftspec implements spec {SPEC_VERSION}; install the kraftspec "
+                     f"release of spec {args.spec} to regenerate those traces exactly")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.generator == "walk":

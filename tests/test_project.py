@@ -14,8 +14,8 @@ def quickstart_commands() -> list[str]:
 
 
 def test_the_quickstart_is_two_commands_install_and_run_then_install_and_test():
-    explain, tests = quickstart_commands()
-    assert "pip install" in explain and explain.endswith("kraftspec explain")
+    conform, tests = quickstart_commands()
+    assert "pip install" in conform and conform.endswith("kraftspec conform")
     assert "pip install" in tests and "'.[test]'" in tests and tests.endswith("pytest")
 
 

@@ -1,0 +1,274 @@
+"""``kraftspec conform``: the main job. Generate conformance traces from the model over a range of
+seeds and replay each against a system under test, on Spark (local by default, or a cluster).
+
+Exit status: 0 every trace passes; 1 some trace fails (or the adapter fails on every trace);
+2 bad input or a Spark that cannot run (no Java, an unreachable master, an output folder that
+exists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+from kraftspec.cli import bounded
+
+DEFAULT_TRACES = 20_000
+DEFAULT_MASTER = "local[*,4]"  # all cores; a failed task is tried up to 4 times
+
+
+def add_parser(commands) -> None:
+    conform = commands.add_parser(
+        "conform",
+        help="generate and replay conformance traces at scale on Spark (the main job)",
+        description="Generate random walks from the model over a range of seeds (each seed gives the same trace "
+        "wherever it runs) and replay each against a system under test on Spark: embedded local mode by "
+        "default, or a standalone cluster with --master spark://host:port. Writes per-trace results and "
+        "failing traces as Parquet, a summary as JSON, an HTML report of rule coverage and divergences, and "
+        "each divergence shrunk to a small trace with the one command that reproduces it on a laptop. "
+        "--exhaustive enumerates a small scope instead, its frontier spread over the executors. Exit status: "
+        "0 every trace passes, 1 some fail, 2 bad input or Spark cannot run.",
+    )
+    conform.add_argument("--traces", type=bounded("--traces", 1, 10**10), default=DEFAULT_TRACES,
+                         help=f"how many traces, one per seed (default {DEFAULT_TRACES:,}: a few minutes on 2 cores)")
+    conform.add_argument("--first-seed", type=bounded("--first-seed", 0, 2**62), default=0,
+                         help="the first seed (default 0); the seeds are FIRST .. FIRST+TRACES-1")
+    conform.add_argument("--steps", type=bounded("--steps", 1, 100_000), default=50, help="events per trace (default 50)")
+    conform.add_argument("--brokers", type=bounded("--brokers", 1, 50), default=None,
+                         help="brokers per trace (default: drawn from each seed, 2 to 5; exhaustive: 1 to 3, default 3)")
+    conform.add_argument("--partitions", type=bounded("--partitions", 1, 50), default=None,
+                         help="partitions per trace (default: drawn from each seed, 1 to 4; exhaustive: 1 to 2, default 2)")
+    conform.add_argument("--adapter", default="impl",
+                         help="the system under test: impl (default), model, or subprocess:COMMAND (spec/protocol.md)")
+    conform.add_argument("--level", choices=["responses", "state", "records"], default="records",
+                         help="what to compare (default records: responses, committed state and exact records)")
+    conform.add_argument("--master", default=DEFAULT_MASTER,
+                         help=f"Spark master: local[N], local[N,F] (F tries per task) or spark://host:port "
+                         f"(default {DEFAULT_MASTER})")
+    conform.add_argument("--tasks", type=bounded("--tasks", 1, 10**6), default=None,
+                         help="Spark tasks to cut the seeds into (default 8 per core)")
+    conform.add_argument("--out", default=None,
+                         help="folder for the results; must not exist (default kraftspec-conform-DATE-TIME)")
+    conform.add_argument("--keep-traces", choices=["failing", "all", "none"], default="failing",
+                         help="which traces to write to OUT/traces (default failing)")
+    conform.add_argument("--shrink", type=bounded("--shrink", 0, 1000), default=5,
+                         help="how many divergences to shrink and write to OUT/divergences (default 5)")
+    conform.add_argument("--json", metavar="FILE", help="also write the summary to FILE")
+    conform.add_argument("--exhaustive", action="store_true",
+                         help="enumerate every event sequence of a small scope instead of random walks")
+    conform.add_argument("--depth", type=bounded("--depth", 1, 8), default=3,
+                         help="events after the warm start, with --exhaustive (default 3)")
+
+
+def run(args) -> int:
+    from kraftspec.conformance.spark import SparkSetupError, Workload, session
+
+    out = Path(args.out) if args.out else Path(f"kraftspec-conform-{time.strftime('%Y%m%d-%H%M%S')}")
+    if out.exists():
+        return _bad(f"--out {out}: the folder exists; give another, or remove it (results are never overwritten)")
+    workload = Workload(args.traces, args.first_seed, args.steps, args.adapter, args.level, args.brokers,
+                        args.partitions, args.keep_traces)
+    if not args.exhaustive:
+        refused = _preflight(workload)
+        if refused is not None:
+            return refused
+    try:
+        spark, owned = session(args.master)
+    except SparkSetupError as error:
+        return _bad(str(error))
+    try:
+        if args.exhaustive:
+            return _exhaustive(spark, args, out)
+        return _conform(spark, workload, args, out)
+    finally:
+        if owned:
+            spark.stop()
+
+
+def _bad(message: str) -> int:
+    print(f"kraftspec conform: {message}", file=sys.stderr)
+    return 2
+
+
+def _preflight(workload) -> int | None:
+    """Check the first seed on the driver before starting Spark: an adapter that cannot start, or
+    fails to answer, is reported at once instead of once per trace."""
+    from kraftspec.conformance.adapters import AdapterFailure
+    from kraftspec.conformance.spark import check_seed
+    from kraftspec.conformance.subprocess_adapter import adapter_from_spec
+
+    try:
+        adapter = adapter_from_spec(workload.adapter)
+    except (AdapterFailure, ValueError, OSError) as error:
+        return _bad(f"--adapter {workload.adapter!r}: {error}")
+    try:
+        row = check_seed(workload.first_seed, workload, adapter)
+    finally:
+        getattr(adapter, "shutdown", adapter.close)()
+    if row["divergence_part"] == "adapter":
+        print(f"kraftspec conform: the adapter {workload.adapter!r} fails on the first trace (seed "
+              f"{workload.first_seed}) without answering, so no trace would pass; nothing was run on Spark.\n"
+              f"{row['report']}", file=sys.stderr)
+        return 1
+    return None
+
+
+class _TaskProgress:
+    """A progress bar of Spark tasks done, on standard error when it is a terminal; elsewhere a
+    line at each tenth, so that CI logs show the run is alive."""
+
+    def __init__(self, spark, label: str):
+        self.tracker = spark.sparkContext.statusTracker()
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.stop = threading.Event()
+        self.started = time.perf_counter()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.last_tenth = -1
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        if self.tty:
+            sys.stderr.write("\n")
+
+    def _loop(self) -> None:
+        while not self.stop.wait(0.5):
+            done = total = 0
+            for stage_id in self.tracker.getActiveStageIds():
+                stage = self.tracker.getStageInfo(stage_id)
+                if stage is not None:
+                    done, total = done + stage.numCompletedTasks, total + stage.numTasks
+            if total:
+                self._draw(done, total)
+
+    def _draw(self, done: int, total: int) -> None:
+        elapsed = time.perf_counter() - self.started
+        if self.tty:
+            filled = int(30 * done / total)
+            sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} tasks {elapsed:.0f}s ")
+            sys.stderr.flush()
+        elif done * 10 // total > self.last_tenth:
+            self.last_tenth = done * 10 // total
+            print(f"{self.label}: {done}/{total} tasks, {elapsed:.0f} s", file=sys.stderr, flush=True)
+
+
+def _conform(spark, workload, args, out: Path) -> int:
+    from kraftspec.conformance.spark import run_job, shrink_failures, summarize
+
+    print(f"kraftspec conform: {workload.traces:,} traces of {workload.steps} events (seeds {workload.seeds.start}.."
+          f"{workload.seeds.stop - 1}), adapter {workload.adapter}, level {workload.level}, master "
+          f"{spark.sparkContext.master}", flush=True)
+    started = time.perf_counter()
+    with _TaskProgress(spark, "replaying"):
+        results = run_job(spark, workload, out, args.tasks)
+        summary = summarize(results, workload, time.perf_counter() - started)
+    results.unpersist()
+    if summary.failed and args.shrink:
+        print(f"shrinking {min(args.shrink, summary.failed)} divergence(s) ...", file=sys.stderr, flush=True)
+        summary = shrink_failures(summary, out, args.shrink)
+    data = summary.to_json()
+    (out / "summary.json").write_text(json.dumps(data, indent=2) + "\n")
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
+    (out / "report.html").write_text(report_html(data))
+    print(table(data, out))
+    everything_adapter = summary.failures and summary.passed == 0 and all(
+        f["part"] == "adapter" for f in summary.failures)
+    if everything_adapter:
+        print("kraftspec conform: the adapter failed on every trace without answering; see the first report "
+              "above", file=sys.stderr)
+    return 0 if summary.failed == 0 else 1
+
+
+def table(data: dict, out: Path) -> str:
+    """The summary as a few readable lines."""
+    lines = [f"  traces   {data['traces']:>12,}  passed {data['passed']:,}  failed {data['failed']:,}"]
+    for level, counts in data["per_level"].items():
+        lines.append(f"  {level:9}{counts['passed']:>12,}  passed, {counts['failed']:,} failed")
+    rate = f" ({data['events_per_second']:,} events/s)" if data["events_per_second"] else ""
+    lines.append(f"  events   {data['events']:>12,}  in {data['seconds']:.1f} s{rate}")
+    never = data["never_reached"]
+    lines.append(f"  rules    {len(data['rules']):>12}  reached" + (f"; never: {', '.join(never)}" if never else ""))
+    for failure in data["failures"][:3]:
+        lines.append("  " + failure["report"].replace("\n", "\n  "))
+    for divergence in data["divergences"]:
+        lines.append(f"  shrunk   seed {divergence['seed']} to {divergence['events']} events: {divergence['path']}\n"
+                     f"           {divergence['replay']}")
+    lines.append(f"  written  {out}/results (Parquet), {out}/traces, {out}/summary.json")
+    lines.append(f"  report   {out}/report.html")
+    return "\n".join(lines)
+
+
+def report_html(data: dict) -> str:
+    """A small self-contained HTML page: the figures, rule coverage as bars, the divergences."""
+    esc = html.escape
+    rules = data["rules"]
+    most = max((r["traces"] for r in rules.values()), default=1)
+    bars = []
+    names = list(rules) + list(data["never_reached"])
+    for i, rule in enumerate(names):
+        count = rules.get(rule, {}).get("traces", 0)
+        width = 0 if not count else max(1, round(400 * count / most))
+        color = "#3b7dd8" if count else "#d83b3b"
+        y = 14 * i
+        bars.append(f'<text x="0" y="{y + 10}" font-size="10">{esc(rule)}</text>'
+                    f'<rect x="90" y="{y + 2}" width="{width}" height="10" fill="{color}"/>'
+                    f'<text x="{95 + width}" y="{y + 10}" font-size="10">{count:,}</text>')
+    svg = f'<svg width="600" height="{14 * len(names) + 4}" xmlns="http://www.w3.org/2000/svg">{"".join(bars)}</svg>'
+    levels = "".join(f"<tr><td>{esc(level)}</td><td>{c['passed']:,}</td><td>{c['failed']:,}</td></tr>"
+                     for level, c in data["per_level"].items())
+    failures = "".join(
+        f"<tr><td>{f['seed']}</td><td>{f['step']}</td><td>{esc(f['part'] or '')}</td><td><pre>{esc(f['report'] or '')}</pre></td></tr>"
+        for f in data["failures"]) or '<tr><td colspan="4">none: every trace passed</td></tr>'
+    shrunk = "".join(f"<li>seed {d['seed']}: {d['events']} events, <code>{esc(d['replay'])}</code></li>"
+                     for d in data["divergences"])
+    w = data["workload"]
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>kraftspec conform</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:60em}} td,th{{padding:2px 8px;text-align:left;vertical-align:top}}
+pre{{margin:0;font-size:11px}}</style></head><body>
+<h1>kraftspec conform</h1>
+<p>{data['traces']:,} traces of {w['steps']} events (seeds {w['first_seed']}..{w['first_seed'] + w['traces'] - 1}),
+adapter <code>{esc(w['adapter'])}</code>, level {esc(w['level'])}, spec {esc(data['spec_version'])}:
+<b>{data['passed']:,} passed, {data['failed']:,} failed</b>; {data['events']:,} events in {data['seconds']} s.</p>
+<table><tr><th>level</th><th>passed</th><th>failed</th></tr>{levels}</table>
+<h2>Divergences</h2>
+<table><tr><th>seed</th><th>step</th><th>part</th><th>report</th></tr>{failures}</table>
+{f"<h3>Shrunk</h3><ul>{shrunk}</ul>" if shrunk else ""}
+<h2>Rule coverage</h2>
+<p>Traces in which each rule fired; in red the rules no trace reached.</p>
+{svg}
+</body></html>
+"""
+
+
+def _exhaustive(spark, args, out: Path) -> int:
+    from kraftspec.conformance.exhaustive import Scope
+    from kraftspec.conformance.spark_exhaustive import explore
+
+    scope = Scope(brokers=args.brokers or 3, partitions=args.partitions or 2)
+    print(f"kraftspec conform --exhaustive: {scope.brokers} brokers, {scope.partitions} partitions, depth {args.depth}, "
+          f"adapter {args.adapter}, level {args.level}, master {spark.sparkContext.master}", flush=True)
+
+    def show(level) -> None:
+        print(f"  depth {level.depth}: {level.states:,} new states, {level.transitions:,} events, {level.seconds:.1f} s",
+              file=sys.stderr, flush=True)
+
+    report = explore(spark, scope, args.depth, args.adapter, args.level, progress=show)
+    out.mkdir(parents=True)
+    data = report.to_json()
+    (out / "summary.json").write_text(json.dumps(data, indent=2) + "\n")
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in data.items() if not isinstance(v, (list, dict))}, indent=1))
+    return 0 if not data.get("violations") and not data.get("failures") else 1
