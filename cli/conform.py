@@ -44,14 +44,15 @@ def add_parser(commands) -> None:
     conform.add_argument("--partitions", type=bounded("--partitions", 1, 50), default=None,
                          help="partitions per trace (default: drawn from each seed, 1 to 4; exhaustive: 1 to 2, default 2)")
     conform.add_argument("--adapter", default="impl",
-                         help="the system under test: impl (default), model, or subprocess:COMMAND (spec/protocol.md)")
+                         help="the system under test: impl (default), model, or subprocess:COMMAND (spec/protocol.md); "
+                         "with --exhaustive, none enumerates and checks the invariants without replaying")
     conform.add_argument("--level", choices=["responses", "state", "records"], default="records",
                          help="what to compare (default records: responses, committed state and exact records)")
     conform.add_argument("--master", default=DEFAULT_MASTER,
                          help=f"Spark master: local[N], local[N,F] (F tries per task) or spark://host:port "
                          f"(default {DEFAULT_MASTER})")
     conform.add_argument("--tasks", type=bounded("--tasks", 1, 10**6), default=None,
-                         help="Spark tasks to cut the seeds into (default 8 per core)")
+                         help="Spark tasks to cut the seeds into (default: about 200 traces a task, at most 64 per core)")
     conform.add_argument("--out", default=None,
                          help="folder for the results; must not exist (default kraftspec-conform-DATE-TIME)")
     conform.add_argument("--keep-traces", choices=["failing", "all", "none"], default="failing",
@@ -264,7 +265,8 @@ def _exhaustive(spark, args, out: Path) -> int:
         print(f"  depth {level.depth}: {level.states:,} new states, {level.transitions:,} events, {level.seconds:.1f} s",
               file=sys.stderr, flush=True)
 
-    report = explore(spark, scope, args.depth, args.adapter, args.level, progress=show)
+    adapter = None if args.adapter == "none" else args.adapter  # none: enumerate and check invariants only
+    report = explore(spark, scope, args.depth, adapter, args.level, progress=show)
     out.mkdir(parents=True)
     data = report.to_json()
     (out / "summary.json").write_text(json.dumps(data, indent=2) + "\n")

@@ -179,7 +179,8 @@ def run_job(spark, workload: Workload, out: Path, tasks: int | None = None):
     from pyspark import StorageLevel
 
     sc = spark.sparkContext
-    tasks = tasks or max(1, min(len(workload.seeds), sc.defaultParallelism * 8))
+    # about 200 traces a task (a progress bar that moves, retries that cost little), at most 64 per core
+    tasks = tasks or max(sc.defaultParallelism, min(len(workload.seeds) // 200, sc.defaultParallelism * 64))
     ranges = slices(workload.seeds, tasks)
     rows = sc.parallelize(ranges, len(ranges)).mapPartitionsWithIndex(_task(workload))
     frame = spark.createDataFrame(rows, schema=result_schema()).persist(StorageLevel.MEMORY_AND_DISK)
@@ -324,14 +325,18 @@ def check_master(master: str, timeout: float = 5.0) -> None:
                           "address right? (the master's log shows the URL it listens on)")
 
 
-_LOG4J = """rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-"""
+def log4j_properties(level: str) -> str:
+    """A log4j2 configuration: everything at ``level`` and above, to standard error."""
+    return (f"rootLogger.level = {level}\n"
+            "rootLogger.appenderRef.stderr.ref = console\n"
+            "appender.console.type = Console\n"
+            "appender.console.name = console\n"
+            "appender.console.target = SYSTEM_ERR\n"
+            "appender.console.layout.type = PatternLayout\n"
+            "appender.console.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n\n")
+
+
+_LOG4J = log4j_properties("error")
 
 
 def session(master: str, app_name: str = "kraftspec conform"):

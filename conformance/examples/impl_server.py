@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--garbage-at", "answer event N with a line that is not JSON"),
         ("--error-at", "answer event N with an error message"),
         ("--misnumber-at", "answer event N as if it were event N+1"),
-        ("--alter-reply-at", "add 1 to the first integer of the first reply released at or after event N"),
+        ("--alter-reply-at", "add 1 to the first integer of the first reply released at or after event N (once a trace)"),
     ):
         faults.add_argument(option, type=int, metavar="N", help=what)
     return parser
@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
             message, kind, n = None, None, None
             answer = {"type": "error", "message": f"cannot read the line: {problem}"}
         if message is not None:
+            if kind == "start":
+                args.altered = False  # the faults act once in every trace
             if kind == "event":
                 crash_or_hang(args, n)
             try:
@@ -117,11 +119,11 @@ def misbehave(args: argparse.Namespace, n: int, answer: dict) -> dict | str:
         return {"type": "error", "n": n, "message": "simulated failure (--error-at)"}
     if n == args.misnumber_at:
         return {**answer, "n": n + 1}
-    if args.alter_reply_at is not None and n >= args.alter_reply_at and answer.get("replies"):
+    if args.alter_reply_at is not None and not args.altered and n >= args.alter_reply_at and answer.get("replies"):
         body = answer["replies"][0]["body"]
         key = next(k for k, v in body.items() if isinstance(v, int) and not isinstance(v, bool))
         body[key] += 1
-        args.alter_reply_at = None
+        args.altered = True
     return answer
 
 
