@@ -138,7 +138,7 @@ def uvarint_in_eight_bit_groups(value: int) -> bytes:
 
 class SixByteReader(_Reader):
     def uvarint(self, what: str) -> int:
-        """Reads a sixth byte.
+        """Reads a sixth byte (and has lost DEC-32's 32-bit check).
 
         pre: 0 <= self.pos <= self.end <= len(self.data)
         post: __old__.self.pos < self.pos <= __old__.self.pos + MAX_VARINT_BYTES
@@ -154,9 +154,7 @@ class SixByteReader(_Reader):
             self.pos += 1
             value |= (byte & 0x7F) << (7 * i)
             if not byte & 0x80:
-                if value > MAX_UVARINT:
-                    raise FrameError(start, f"{what}: varint value {value} is above {MAX_UVARINT}")
-                return value
+                return value  # and no 32-bit check (DEC-32): either breaks a postcondition
         raise FrameError(start, f"{what}: varint longer than {MAX_VARINT_BYTES} bytes")
 
 
