@@ -336,7 +336,7 @@ def bench_conformance(scale: float, out) -> dict:
 def add_parser(commands) -> None:
     bench = commands.add_parser(
         "bench",
-        help="measure impl against its performance goals",
+        help="measure performance against the goals: impl, conformance, spark",
         description=__doc__.split("Prints")[0].strip() + " See README.md for the goals.",
     )
     bench.add_argument("target", choices=["impl", "conformance", "spark"],
