@@ -43,7 +43,7 @@ class Setting:
 
 
 def _settings():
-    from kraftspec.proofs import timing
+    from kraftspec.proofs import timing_settings as timing
 
     return (
         Setting("broker.heartbeat.interval.ms", None, "heartbeat_interval_ms", "h", timing.DEFAULT_HEARTBEAT_INTERVAL_MS,

@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Any
 from uuid import UUID
 
-from kraftspec.spec.schemas import record_schemas, rpc_schemas
+from kraftspec.spec.schemas import default_value, record_schemas, rpc_schemas
 
 _MISSING = object()
 
@@ -57,20 +57,15 @@ def text_uuid(text: str) -> UUID:
 
 
 def _default(field: dict[str, Any]) -> Any:
-    kind, raw = field["type"], field.get("default")
-    if raw == "null":
-        return None
-    if kind.startswith("[]"):
+    """The JSON form of a field's default value (spec.schemas.default_value)."""
+    value = default_value(field)
+    if isinstance(value, tuple):
         return []
-    if kind == "bool":
-        return raw == "true"
-    if kind in ("int8", "int16", "int32", "int64", "uint16"):
-        return int(raw) if raw is not None else 0
-    if kind == "float64":
-        return float(raw) if raw is not None else 0.0
-    if kind == "uuid":
-        return uuid_text(UUID(int=0))
-    return raw if raw is not None else ""
+    if isinstance(value, UUID):
+        return uuid_text(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return value
 
 
 def _value_to_json(value: Any, field: dict[str, Any], version: int) -> Any:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftspec.impl import messages as impl_messages
 from kraftspec.impl.config import ControllerConfig
 from kraftspec.impl.controller import Controller
 from kraftspec.model import Commit, Config, Failover, TakeSnapshot, Tick, initial_state, step
 from kraftspec.model.log import snapshot_records
 from kraftspec.model.messages import REQUEST_TYPES, BrokerHeartbeatRequest
 
+from .adapters import make_impl
 from .jsonform import from_json, schema_of, to_json
 
 
@@ -27,17 +27,6 @@ def impl_config(config: Config) -> ControllerConfig:
         session_timeout_ms=config.session_timeout_ms,
         finalized_features=tuple((f.name, f.min_level, f.max_level) for f in config.finalized_features),
     )
-
-
-def make_impl(path: str, kwargs: dict[str, Any]):
-    """Build impl's object for a schema path (``AlterIsrRequest.TopicData.PartitionData``)."""
-    top, *nested = path.split(".")
-    cls = impl_messages.MESSAGE_CLASSES.get(top)
-    if cls is None:
-        cls = next(c for c in impl_messages.RECORD_CLASSES.values() if c.__name__ == top)
-    for name in nested:
-        cls = getattr(cls, name)
-    return cls(**kwargs)
 
 
 def request_version(request) -> int:

@@ -229,13 +229,14 @@ def summarize(results, workload: Workload, seconds: float, keep_failures: int = 
 
     from .coverage import runtime_rules
 
-    totals = results.agg(F.count("*").alias("traces"), F.sum("events").alias("events"),
-                         F.sum(F.col("passed").cast("int")).alias("passed")).first()
-    per_level = {}
-    for level in LEVELS[: LEVELS.index(workload.level) + 1]:
+    levels = LEVELS[: LEVELS.index(workload.level) + 1]
+    sums = [F.count("*").alias("traces"), F.sum("events").alias("events"), F.sum(F.col("passed").cast("int")).alias("passed")]
+    for level in levels:
         column = F.col(f"passed_{level}")
-        row = results.agg(F.sum(column.cast("int")).alias("p"), F.sum((~column).cast("int")).alias("f")).first()
-        per_level[level] = {"passed": row["p"] or 0, "failed": row["f"] or 0}
+        sums += [F.sum(column.cast("int")).alias(f"{level}_passed"), F.sum((~column).cast("int")).alias(f"{level}_failed")]
+    totals = results.agg(*sums).first()  # one pass for the totals and every level
+    per_level = {level: {"passed": totals[f"{level}_passed"] or 0, "failed": totals[f"{level}_failed"] or 0}
+                 for level in levels}
     fired = (results.select(F.explode("rules").alias("rule", "firings"))
              .groupBy("rule").agg(F.count("*").alias("traces"), F.sum("firings").alias("firings")).collect())
     rules = {r["rule"]: {"traces": r["traces"], "firings": r["firings"]} for r in sorted(fired, key=lambda r: _rule_key(r["rule"]))}

@@ -18,7 +18,7 @@ import re
 from typing import Any
 from uuid import UUID
 
-from kraftspec.spec.schemas import record_schemas, rpc_schemas
+from kraftspec.spec.schemas import default_value, record_schemas, rpc_schemas
 
 ZERO_UUID = UUID(int=0)
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
@@ -26,26 +26,6 @@ _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
 def snake_case(name: str) -> str:
     return _SNAKE.sub("_", name).lower()
-
-
-def default_value(field: dict[str, Any]) -> Any:
-    """The value a field has when it is not given: the schema's default, else Kafka's zero value."""
-    kind, raw = field["type"], field.get("default")
-    if raw == "null":
-        return None
-    if kind.startswith("[]"):
-        return ()
-    if kind == "bool":
-        return raw == "true"
-    if kind in ("int8", "int16", "int32", "int64", "uint16"):
-        return int(raw) if raw is not None else 0
-    if kind == "float64":
-        return float(raw) if raw is not None else 0.0
-    if kind == "uuid":
-        return ZERO_UUID
-    if kind == "bytes":
-        return b""
-    return raw if raw is not None else ""
 
 
 class Struct:

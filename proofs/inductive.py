@@ -200,15 +200,20 @@ def committed_image_ok(image: View) -> z3.BoolRef:
     return z3.And(*(STATE_INVARIANTS[i](image, None) for i in IMAGE_INVARIANTS))
 
 
-BUILDERS = (
-    T.registration, T.heartbeat, T.unregistration, T.alter_isr, T.create_topics, T.delete_topics, T.reassign,
-    T.list_reassignments, T.tick_advance, T.tick_expire, T.tick_done, T.commit,
-    lambda pre, s: T.failover(pre, s, committed_image_ok), T.take_snapshot,
-)
+BUILDERS = {
+    "BrokerRegistration": T.registration, "BrokerHeartbeat": T.heartbeat, "UnregisterBroker": T.unregistration,
+    "AlterIsr": T.alter_isr, "CreateTopics": T.create_topics, "DeleteTopics": T.delete_topics,
+    "AlterPartitionReassignments": T.reassign, "ListPartitionReassignments": T.list_reassignments,
+    "Tick (clock)": T.tick_advance, "Tick (a lease lapses)": T.tick_expire, "Tick (done)": T.tick_done,
+    "Commit": T.commit, "Failover": lambda pre, s: T.failover(pre, s, committed_image_ok),
+    "TakeSnapshot": T.take_snapshot,
+}
+"""Each transition's builder, by the name the transition carries."""
 
 
-def transitions(pre: View, s) -> list[T.Transition]:
-    return [build(pre, s) for build in BUILDERS]
+def transitions(pre: View, s, only: tuple[str, ...] | None = None) -> list[T.Transition]:
+    """The transitions named in ``only`` (default: all), built over ``pre``."""
+    return [build(pre, s) for name, build in BUILDERS.items() if not only or name in only]
 
 
 # ---- the obligations ---------------------------------------------------------------------------
@@ -275,9 +280,7 @@ def obligations(invariant_ids: tuple[str, ...] | None = None, timeout_ms: int = 
             outcome = prove([config_ok(s), initial(init)], STATE_INVARIANTS[inv_id](init, s), timeout_ms)
             out.append(_obligation(inv_id, "init", outcome, explain, init, None, None))
 
-    for transition in transitions(pre, s):
-        if only and transition.name not in only:
-            continue
+    for transition in transitions(pre, s, only):
         if mutate is not None:
             transition = mutate(transition)
         within_tick = transition.within_tick

@@ -25,8 +25,9 @@ import json
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Any
+from uuid import UUID
 
-__all__ = ["SPEC_VERSION", "record_schemas", "rpc_schemas", "schema", "error_codes"]
+__all__ = ["SPEC_VERSION", "record_schemas", "rpc_schemas", "schema", "error_codes", "default_value"]
 
 from kraftspec.spec import SPEC_VERSION  # the version of the specification these schemas belong to
 
@@ -109,3 +110,24 @@ def error_codes() -> dict[str, int]:
     """
     data = json.loads(_package_root().joinpath("errors.json").read_text(encoding="utf-8"))
     return {error["name"]: error["code"] for error in data["errors"]}
+
+
+def default_value(field: dict[str, Any]) -> Any:
+    """The value a field has when it is not given: the schema's default, else Kafka's zero value
+    (an empty tuple for an array, the zero uuid, empty bytes or string)."""
+    kind, raw = field["type"], field.get("default")
+    if raw == "null":
+        return None
+    if kind.startswith("[]"):
+        return ()
+    if kind == "bool":
+        return raw == "true"
+    if kind in ("int8", "int16", "int32", "int64", "uint16"):
+        return int(raw) if raw is not None else 0
+    if kind == "float64":
+        return float(raw) if raw is not None else 0.0
+    if kind == "uuid":
+        return UUID(int=0)
+    if kind == "bytes":
+        return b""
+    return raw if raw is not None else ""
