@@ -25,6 +25,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 GOALS = {
     "heartbeats_per_s": 250_000,
@@ -199,8 +200,10 @@ def measured_brokers(brokers: int, count: int, offset: float = 0.0) -> list[int]
     return sorted({int((i + offset) * step) % brokers for i in range(count)})
 
 
-def median_of(runs: int, measure: Callable[[], float]) -> float:
-    return statistics.median(measure() for _ in range(runs))
+def median_of(runs: int, measure: Callable[..., float], *args: Any) -> float:
+    """The median of ``runs`` calls of ``measure(*args)`` (the arguments are taken now, not looked
+    up at each call, so a cluster deleted later is never measured by mistake)."""
+    return statistics.median(measure(*args) for _ in range(runs))
 
 
 def bench_impl(scale: float, out) -> dict:
@@ -211,14 +214,14 @@ def bench_impl(scale: float, out) -> dict:
 
     say(out, f"heartbeats per second, one core (median of 3 runs of {count:,})")
     small = impl_cluster(small_p, small_b)
-    figures["heartbeats_small_v1"] = median_of(3, lambda: heartbeat_rate(small, small_b, 1, count))
-    figures["heartbeats_small_v0"] = median_of(3, lambda: heartbeat_rate(small, small_b, 0, count))
+    figures["heartbeats_small_v1"] = median_of(3, heartbeat_rate, small, small_b, 1, count)
+    figures["heartbeats_small_v0"] = median_of(3, heartbeat_rate, small, small_b, 0, count)
     say(out, f"  {small_b} brokers / {small_p:,} partitions: v1 {figures['heartbeats_small_v1']:,.0f}/s, v0 {figures['heartbeats_small_v0']:,.0f}/s "
              f"(goal {GOALS['heartbeats_per_s']:,}/s: {verdict(figures['heartbeats_small_v1'], GOALS['heartbeats_per_s'], True)})")
     start = time.perf_counter()
     big = impl_cluster(big_p, big_b)
     say(out, f"  (built {big_b:,} brokers / {big_p:,} partitions in {time.perf_counter() - start:.1f} s)")
-    figures["heartbeats_big_v1"] = median_of(3, lambda: heartbeat_rate(big, big_b, 1, count))
+    figures["heartbeats_big_v1"] = median_of(3, heartbeat_rate, big, big_b, 1, count)
     ratio = figures["heartbeats_big_v1"] / figures["heartbeats_small_v1"]
     figures["heartbeat_scale_ratio"] = ratio
     say(out, f"  {big_b:,} brokers / {big_p:,} partitions: v1 {figures['heartbeats_big_v1']:,.0f}/s, "
@@ -264,7 +267,7 @@ def bench_impl(scale: float, out) -> dict:
 
     say(out, f"the model on the small workload ({small_b} brokers / {small_p:,} partitions)")
     model_count = max(2000, count // 30)
-    figures["model_heartbeats_small"] = median_of(3, lambda: model_heartbeat_rate(small_p, small_b, model_count))
+    figures["model_heartbeats_small"] = median_of(3, model_heartbeat_rate, small_p, small_b, model_count)
     figures["impl_model_ratio"] = figures["heartbeats_small_v0"] / figures["model_heartbeats_small"]
     say(out, f"  model {figures['model_heartbeats_small']:,.0f} heartbeats/s; impl/model {figures['impl_model_ratio']:.0f}x")
     return figures
@@ -289,7 +292,7 @@ def bench_conformance(scale: float, out) -> dict:
         start = time.perf_counter()
         traces = [walk(seed, steps) for seed in seeds]
         for trace in traces:
-            trace.name  # naming a trace is part of producing it
+            _ = trace.name  # naming a trace is part of producing it
         return traces, time.perf_counter() - start
 
     runs = [generate() for _ in range(3)]
@@ -301,14 +304,15 @@ def bench_conformance(scale: float, out) -> dict:
              f"{verdict(rate, CONFORMANCE_GOALS['generate_events_per_s'], True)})")
 
     say(out, f"replaying them against impl in process ({events:,} events; median of 3 runs)")
-    for level in ("responses", "state", "records"):
-        def once():
-            start = time.perf_counter()
-            verdicts = [replay(trace, ImplAdapter(), level) for trace in traces]
-            assert all(v.passed for v in verdicts)
-            return time.perf_counter() - start
 
-        rate = events / statistics.median(once() for _ in range(3))
+    def once(level: str) -> float:
+        start = time.perf_counter()
+        verdicts = [replay(trace, ImplAdapter(), level) for trace in traces]
+        assert all(v.passed for v in verdicts)
+        return time.perf_counter() - start
+
+    for level in ("responses", "state", "records"):
+        rate = events / statistics.median(once(level) for _ in range(3))
         figures[f"replay_{level}_events_per_s"] = rate
         say(out, f"  level {level:<9}: {rate:,.0f} events/s (goal {CONFORMANCE_GOALS['replay_events_per_s']:,}: "
                  f"{verdict(rate, CONFORMANCE_GOALS['replay_events_per_s'], True)})")

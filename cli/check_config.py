@@ -362,7 +362,7 @@ def report_text(path: Path, values, sources, others: int, rows: list[Row], windo
             out.append("  counterexample (real time in ms; each clock reads from its own zero, only its rate matters):")
             stamps = [fmt(t) for t, _ in row.timeline]
             pad = max(len(s) for s in stamps)
-            out += [f"    {stamp:>{pad}}  {text}" for stamp, (_, text) in zip(stamps, row.timeline)]
+            out += [f"    {stamp:>{pad}}  {text}" for stamp, (_, text) in zip(stamps, row.timeline, strict=True)]
     failed = [f"{row.theorem} ({row.case})" for row in rows if not row.holds]
     out.append("")
     if failed:

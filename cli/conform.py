@@ -8,7 +8,6 @@ exists).
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import sys

@@ -276,7 +276,7 @@ class ImplAdapter:
                 outcome = controller.take_snapshot()
             if outcome.seq != seq or len(outcome.replies) != len(replies):
                 return n
-            for reply, (reply_seq, reply_version, response) in zip(outcome.replies, replies):
+            for reply, (reply_seq, reply_version, response) in zip(outcome.replies, replies, strict=True):
                 if reply.seq != reply_seq or reply.version != reply_version or reply.response != response:
                     return n
             if records is not None:

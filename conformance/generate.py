@@ -19,8 +19,6 @@ from uuid import UUID
 from attrs import evolve
 
 from kraftspec.model import Config
-from kraftspec.model import broker as brokers
-from kraftspec.model.broker import BrokerState
 from kraftspec.model.messages import (
     AlterIsrPartition,
     AlterIsrRequest,

@@ -8,8 +8,6 @@ minimal records of LOG-11, a canonical listing of brokers, features, topics and 
 
 from __future__ import annotations
 
-from typing import Any
-
 from kraftspec.impl.config import ControllerConfig
 from kraftspec.impl.controller import Controller
 from kraftspec.model import Commit, Config, Failover, TakeSnapshot, Tick, initial_state, step

@@ -724,7 +724,7 @@ class MutationReport:
             stateful = r.stateful + (f": {r.stateful_test.rsplit('::', 1)[-1]}" if r.stateful_test else "")
             rows.append((r.name, r.rule, "killed" if r.corpus_killed else "survived", where, stateful, f"{r.seconds:.1f}s"))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+        lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
         lines.insert(1, "  ".join("-" * width for width in widths))
         total = len(self.results)
         rates = self.rates()

@@ -18,7 +18,7 @@ from typing import Any
 from attrs import field, frozen
 
 from .adapters import Adapter, AdapterFailure
-from .trace import LEVELS, Trace
+from .trace import LEVELS, Step, Trace
 
 CHECKS_COMMITTED = ("commit", "failover", "snapshot")
 
@@ -130,36 +130,36 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
         prepare = getattr(adapter, "prepare", None)
         if prepare is not None:  # an adapter may send events ahead of their results (the subprocess one does)
             prepare(trace, level, checks)
+
+        def diverge(step: Step, part: str, expected: Any, actual: Any) -> Verdict:
+            return verdict(Divergence(step.n, step.event, part, expected, actual, step.rules, step.rejected_by))
+
         for step in trace.steps:
             steps_run += 1
-
-            def diverge(part: str, expected: Any, actual: Any) -> Verdict:
-                return verdict(Divergence(step.n, step.event, part, expected, actual, step.rules, step.rejected_by))
-
             try:
                 actual = adapter.step(step.event)
             except AdapterFailure as failure:
-                return diverge("adapter", "an answer", str(failure))
+                return diverge(step, "adapter", "an answer", str(failure))
             if actual.get("seq") != step.seq:
-                return diverge("seq", step.seq, actual.get("seq"))
+                return diverge(step, "seq", step.seq, actual.get("seq"))
             if actual.get("replies") != list(step.replies):
-                return diverge("replies", list(step.replies), actual.get("replies"))
+                return diverge(step, "replies", list(step.replies), actual.get("replies"))
             if compare_records:
                 expected_records = list(step.records)
                 actual_records = actual.get("records")
                 if "frame" not in _first(actual_records, {"frame": None}):  # the adapter reports no bytes
                     expected_records = [{k: v for k, v in r.items() if k != "frame"} for r in expected_records]
                 if actual_records != expected_records:
-                    return diverge("records", expected_records, actual_records)
+                    return diverge(step, "records", expected_records, actual_records)
             if step.committed is not None:
                 expected_committed = list(step.committed)
             if checks[step.n]:
                 try:
                     committed = adapter.committed()
                 except AdapterFailure as failure:
-                    return diverge("adapter", "the committed state", str(failure))
+                    return diverge(step, "adapter", "the committed state", str(failure))
                 if committed != expected_committed:
-                    return diverge("committed", expected_committed, committed)
+                    return diverge(step, "committed", expected_committed, committed)
         return verdict()
     finally:
         adapter.close()

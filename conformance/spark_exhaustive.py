@@ -44,7 +44,6 @@ from .exhaustive import (
     Successor,
     alphabet,
     describe,
-    expand,
     frontier,
     leaf_paths,
     trace_of,

@@ -83,7 +83,7 @@ def decode_lines(lines: list[bytes]) -> list[tuple[Any, bytes]]:
     try:
         values = _decode(b"[" + b",".join(lines) + b"]")
         if len(values) == len(lines):
-            return list(zip(values, lines))
+            return list(zip(values, lines, strict=True))
     except ValueError:
         pass
     decoded = []
@@ -350,7 +350,7 @@ class SubprocessAdapter:
         state will be asked for after it; start writing events ahead."""
         if level not in self.levels:
             raise AdapterFailure(f"the implementation reports levels {', '.join(self.levels)}; it cannot be compared at level {level!r}")
-        self._plan = [(step.event, check) for step, check in zip(trace.steps, checks)]
+        self._plan = [(step.event, check) for step, check in zip(trace.steps, checks, strict=True)]
         self._write_ahead()
 
     def step(self, event: dict[str, Any]) -> dict[str, Any]:

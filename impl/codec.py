@@ -645,13 +645,13 @@ class CodecWriter:
         self.emit(indent, f"if end - pos < {size}:  # {', '.join(f['name'] for f in run)}")
         self.emit(indent + 1, f"raise fixed_run_cut(pos, end, {layout_name})")
         self.emit(indent, f"{', '.join(names)}, = {unpack}(data, pos)")
-        bools = [name for name, field in zip(names, run) if field["type"] == "bool"]
+        bools = [name for name, field in zip(names, run, strict=True) if field["type"] == "bool"]
         if bools:
             self.emit(indent, f"if {' or '.join(f'{name} > 1' for name in bools)}:")
             self.emit(indent + 1, f"raise bad_bool_in_run(data, pos, {layout_name})")
             for name in bools:
                 self.emit(indent, f"{name} = {name} == 1")
-        for name, field in zip(names, run):
+        for name, field in zip(names, run, strict=True):
             if field["type"] == "uuid":
                 self.emit(indent, f"{name} = find_interned_uuid({name}) or intern_uuid({name})")
         self.emit(indent, f"pos += {size}")

@@ -636,7 +636,7 @@ class Controller:
         if not all(isrs):
             return no_isr
         self._add(TopicRecord(topic_name=name, topic_id=topic.topic_id))
-        for partition_id, (replicas, isr) in enumerate(zip(assignment, isrs)):
+        for partition_id, (replicas, isr) in enumerate(zip(assignment, isrs, strict=True)):
             self._add(PartitionRecord(
                 partition_id=partition_id, topic_id=topic.topic_id, replicas=replicas, isr=isr,
                 removing_replicas=(), adding_replicas=(), leader=isr[0], leader_epoch=0, partition_epoch=0,

@@ -52,7 +52,7 @@ def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = N
     for n in names:
         if keyword.iskeyword(n):
             raise ValueError(f"{name}: field {n!r} is a Python keyword")
-    defaults = {n: default_value(f) for n, f in zip(names, fields)}
+    defaults = {n: default_value(f) for n, f in zip(names, fields, strict=True)}
     params = ", ".join(f"{n}=_d_{n}" for n in names)
     body = "\n".join(f"    self.{n} = {n}" for n in names) or "    pass"
     namespace = {f"_d_{n}": v for n, v in defaults.items()}

@@ -84,22 +84,22 @@ def concretize(model: z3.ModelRef, pre: View, s, transition=None) -> Concrete:
         if _value(model, pre.lease(b), False):
             leases[bid] = Lease(_value(model, pre.contact(b)), _value(model, pre.offset(b), -1),
                                 _value(model, pre.shut(b), False), _value(model, pre.granted(b), False))
+    brokers_by_id = {bid: b for bid, b in brokers.values()}
+
+    def members(p, field):
+        chosen = [bid for bid, b in brokers.values() if _value(model, field(p, b), False)]
+        return tuple(sorted(chosen, key=lambda bid: _value(model, pre.rank(p, brokers_by_id[bid]))))
+
     topics, partitions, keys = {}, {}, {}
     for i, p in parts.values():
         topic_id = uuid.uuid5(NAMESPACE, f"topic-{i}")
         keys[str(p)] = (topic_id, 0)
         if not _value(model, pre.live(p), False):
             continue
-
-        def members(field):
-            chosen = [bid for bid, b in brokers.values() if _value(model, field(p, b), False)]
-            return tuple(sorted(chosen, key=lambda bid: _value(model, pre.rank(p, brokers_by_id[bid]))))
-
-        brokers_by_id = {bid: b for bid, b in brokers.values()}
         topics[topic_id] = Topic(f"t{i}", topic_id)
         leader = broker_id(pre.leader(p)) if _value(model, pre.led(p), False) else NO_LEADER
         partitions[(topic_id, 0)] = Partition(
-            topic_id, 0, members(pre.rep), members(pre.isr), members(pre.rem), members(pre.add), leader,
+            topic_id, 0, members(p, pre.rep), members(p, pre.isr), members(p, pre.rem), members(p, pre.add), leader,
             _value(model, pre.lepoch(p)), _value(model, pre.pepoch(p)))
     image = MetadataImage({}, registrations, topics, partitions)
     timeout = max(2, _value(model, s, 2))

@@ -75,14 +75,7 @@ import z3
 from attrs import field, frozen
 
 from .obligations import FAILED, PROVED, UNKNOWN, Obligation
-from .timing_settings import (
-    DEFAULT_CLOCK_DRIFT_PPM,
-    DEFAULT_HEARTBEAT_INTERVAL_MS,
-    DEFAULT_MAX_MESSAGE_DELAY_MS,
-    DEFAULT_SELF_FENCE_TIMEOUT_MS,
-    DEFAULT_SESSION_TIMEOUT_MS,
-    Timing,
-)
+from .timing_settings import Timing
 
 GROUP = "timing"
 SOLVER_TIMEOUT_MS = 20_000

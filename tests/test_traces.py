@@ -10,7 +10,7 @@ import pytest
 from kraftspec.conformance.adapters import ImplAdapter, ModelAdapter
 from kraftspec.conformance.generate import walk
 from kraftspec.conformance.replay import replay
-from kraftspec.conformance.trace import TraceError, parse, read
+from kraftspec.conformance.trace import TraceError, read
 
 SCHEMA = json.loads(files("kraftspec.spec.schemas").joinpath("trace.schema.json").read_text())
 
@@ -34,7 +34,7 @@ def test_a_trace_evolved_from_a_named_one_is_named_and_written_from_its_own_step
     from kraftspec.conformance.trace import Trace
 
     trace = walk(11, 60)
-    trace.name  # fills the cache of step lines and name
+    assert trace.name  # fills the cache of step lines and name
     shorter = evolve(trace, steps=trace.steps[:-1])
     fresh = Trace(trace.header, trace.steps[:-1])
     assert shorter.name == fresh.name != trace.name
