@@ -11,13 +11,17 @@ read, in one write per batch, asking for the committed state only after the step
 will check. It never blocks: reads and writes go through a selector with the per-step timeout.
 Whatever goes wrong with the process (no answer in time, an exit, a line that is not the expected
 JSON, an answer out of order, an error it reports) raises ``AdapterFailure`` with a one-line
-verdict; the process is then killed with its process group and reaped.
+verdict; the process is then killed with every process it started (its whole tree, even those
+that moved to a new session) and reaped. A line longer than ``max_line_bytes`` (16 MiB) is such a
+fault, so that kraftspec's memory stays bounded; and the process itself is watched, so that a crash
+is reported as a crash even when a process it started keeps its stdout open.
 
 One process serves many traces: ``close()``, which the replayer calls after each trace, only
 ends the trace (it reads and drops the answers still due), and the next ``start`` reuses the
 process, or launches a new one if the last one failed. ``shutdown()`` (also on leaving a ``with``
 block, on garbage collection and at interpreter exit) stops it: ``stop``, then a kill if it does
-not exit in time, and always a wait, so no zombie is left.
+not exit in time, then a kill of whatever it started that is left, and always a wait, so no zombie
+is left.
 
 ``adapter_from_spec`` turns the command line's ``--adapter`` value into an adapter: ``model``,
 ``impl``, or ``subprocess:<shell command>``.
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import secrets
 import selectors
 import shlex
 import signal
@@ -55,6 +59,9 @@ _encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 _decode = json.loads
 _STDERR_KEPT = 8192  # bytes of the process's stderr kept for verdicts
 _QUOTED = 120  # characters of an unexpected line quoted in a verdict
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest line a server may write, in bytes without its newline (spec/protocol.md, Limits): a
+line that grows beyond it is a fault, so that kraftspec's memory stays bounded."""
 
 
 def adapter_from_spec(spec: str):
@@ -106,28 +113,135 @@ def quote(line: bytes) -> str:
     return repr(text[:_QUOTED]) + (f" (and {len(text) - _QUOTED} more characters)" if len(text) > _QUOTED else "")
 
 
+class LineTooLong(Exception):
+    """The server wrote more than its line limit without a newline."""
+
+
+# ---- owning the server's process tree -------------------------------------------------------------
+#
+# The server runs in a new session, so a kill of its process group ends what stays in it. A process
+# can leave the group (setsid) and, once its parent exits, is re-parented to init, out of reach of
+# the parent links. So the server's environment carries a variable (_MARK) with a token unique to
+# its launch, which every process it starts inherits whatever session it moves to. Ending the tree
+# (`_end_tree`) kills each live process that descends from the server by parent links (which finds a
+# descendant that dropped its environment, while its parent lives) or carries the token (which
+# finds one that moved away and was orphaned), found by one scan of /proc; it waits for them to die,
+# then scans again in case one forked meanwhile. Only a process that both drops its environment and
+# loses its parent escapes. Simpler alternatives fall short: PR_SET_CHILD_SUBREAPER would make
+# kraftspec the parent of every orphan of every process it runs (Spark's and pytest's too) and leave
+# their zombies to it, and a cgroup needs privileges.
+
+_MARK = "KRAFTSPEC_SERVER_TOKEN"
+_END_ROUNDS = 20  # scans before giving up on a tree that keeps forking faster than it dies
+_DEATH_WAIT = 5.0  # seconds to wait for killed processes to die, in each round
+
+
+def _tree(root: int, mark: bytes) -> set[int]:
+    """The live processes (zombies excluded) that descend from ``root``, itself included, or whose
+    environment holds ``mark`` (``NAME=token``); empty where there is no /proc."""
+    children: dict[int, list[int]] = {}
+    alive, marked = set(), []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return set()
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            if fields[0] in (b"Z", b"X"):  # dead, awaiting its parent's wait
+                continue
+            pid = int(name)
+            alive.add(pid)
+            children.setdefault(int(fields[1]), []).append(pid)
+            with open(f"/proc/{name}/environ", "rb") as environ:
+                if mark in environ.read().split(b"\0"):
+                    marked.append(pid)
+        except (OSError, IndexError, ValueError):  # gone meanwhile, or another user's
+            continue
+    found, todo = set(), [root, *marked]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, ()))
+    return (found & alive) - {os.getpid()}
+
+
+def _end_tree(root: int, mark: bytes) -> None:
+    """SIGKILL the process tree of ``root`` (see above) and wait for it to die."""
+    spared: set[int] = set()  # processes that may not be signalled (another user's)
+    for _ in range(_END_ROUNDS):
+        pids = _tree(root, mark) - spared
+        if not pids:
+            return
+        with selectors.DefaultSelector() as dying:
+            for pid in pids:
+                try:
+                    handle = os.pidfd_open(pid)  # a pidfd signals the very process found, and is readable once it dies
+                except (OSError, AttributeError):
+                    handle = None
+                try:
+                    if handle is None:
+                        os.kill(pid, signal.SIGKILL)
+                    else:
+                        signal.pidfd_send_signal(handle, signal.SIGKILL)
+                        dying.register(handle, selectors.EVENT_READ)
+                        handle = None
+                except PermissionError:
+                    spared.add(pid)
+                except ProcessLookupError:
+                    pass
+                finally:
+                    if handle is not None:
+                        os.close(handle)
+            deadline = time.monotonic() + _DEATH_WAIT
+            while dying.get_map() and (remaining := deadline - time.monotonic()) > 0:
+                for key, _ in dying.select(remaining):
+                    dying.unregister(key.fd)
+                    os.close(key.fd)
+            for key in list(dying.get_map().values()):
+                os.close(key.fd)
+
+
 class _Server:
     """The process under test and its three pipes, driven through a selector; no reference to the
     adapter, so that a finalizer can stop it."""
 
-    def __init__(self, command: list[str] | str):
+    def __init__(self, command: list[str] | str, max_line_bytes: int = MAX_LINE_BYTES):
+        token = f"{os.getpid()}-{secrets.token_hex(8)}"
+        self.mark = f"{_MARK}={token}".encode()
         self.popen = subprocess.Popen(
             command, shell=isinstance(command, str), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, bufsize=0, start_new_session=True,  # its own process group, to kill it all
+            stderr=subprocess.PIPE, bufsize=0, start_new_session=True,  # its own process group and session
+            env={**os.environ, _MARK: token},  # marks every process it starts (see _end_tree)
         )
         self.pid = self.popen.pid
+        self.max_line_bytes = max_line_bytes
         self.stdin, self.stdout, self.stderr = (p.fileno() for p in (self.popen.stdin, self.popen.stdout, self.popen.stderr))
-        os.set_blocking(self.stdin, False)
+        for fd in (self.stdin, self.stdout, self.stderr):
+            os.set_blocking(fd, False)
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.stdout, selectors.EVENT_READ)
         self.selector.register(self.stderr, selectors.EVENT_READ)
+        # The process itself is watched, not only its stdout: a process it started may hold the pipe
+        # open after it exits. A pidfd becomes readable when it exits; without one, it is polled.
+        try:
+            self.watch: int | None = os.pidfd_open(self.pid)
+            self.selector.register(self.watch, selectors.EVENT_READ)
+        except (OSError, AttributeError):
+            self.watch = None
         self.pending = bytearray()  # written by us, not yet taken by the pipe
         self.writing = False  # stdin registered for writing
         self.lines: list[bytes] = []  # complete lines read, not yet taken
         self.partial: list[bytes] = []  # the pieces of a line not yet complete
+        self.partial_bytes = 0  # their length
         self.received = 0  # lines read in all
         self.stderr_tail = bytearray()
         self.eof = False  # its stdout is closed
+        self.exited = False  # the process itself has exited
         self.gone = False  # killed or stopped, and reaped
 
     # ---- moving bytes ------------------------------------------------------------------------
@@ -155,43 +269,83 @@ class _Server:
 
     def read_lines(self, deadline: float) -> list[bytes] | None:
         """The lines it wrote (without their newlines) since the last call, at least one; None at the
-        end of its stdout; raises TimeoutError at ``deadline`` (a ``time.monotonic`` value)."""
+        end of its stdout or once it has exited and all it wrote is read; raises TimeoutError at
+        ``deadline`` (a ``time.monotonic`` value), LineTooLong past the line limit."""
         while not self.lines:
             if self.eof:
+                return None
+            if self.exited:  # all it wrote is in the pipe: read it without waiting for the pipe's end
+                while not self.lines and self._read_stdout():
+                    pass
+                if self.lines:
+                    break
+                if self.partial:  # a last line without its newline
+                    self._last_line()
+                    break
                 return None
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
-            for key, _ in self.selector.select(remaining):
+            for key, _ in self.selector.select(remaining if self.watch is not None else min(remaining, 0.05)):
                 fd = key.fd
                 if fd == self.stdout:
                     self._read_stdout()
                 elif fd == self.stderr:
                     self._read_stderr()
+                elif fd == self.watch:
+                    self._has_exited()
                 else:
                     self._flush()
+            if self.watch is None and not self.exited and self.popen.poll() is not None:
+                self._has_exited()
         lines, self.lines = self.lines, []
         return lines
 
-    def _read_stdout(self) -> None:
-        chunk = os.read(self.stdout, 1 << 20)
-        partial = self.partial
+    def _has_exited(self) -> None:
+        self.exited = True
+        if self.watch is not None:
+            self.selector.unregister(self.watch)
+
+    def _read_stdout(self) -> bool:
+        """Read what its stdout holds (up to a chunk); False if it held nothing, or ended."""
+        try:
+            chunk = os.read(self.stdout, 1 << 20)
+        except BlockingIOError:
+            return False
         if not chunk:
             self.eof = True
             self.selector.unregister(self.stdout)
-            if partial:  # a last line without its newline
-                self.lines.append(b"".join(partial))
-            return
-        partial.append(chunk)
-        if b"\n" in chunk:  # (a long line arrives in pieces: they are joined once it is complete)
-            parts = b"".join(partial).split(b"\n")
-            rest = parts.pop()
-            self.partial = [rest] if rest else []
-            self.lines.extend(parts)
-            self.received += len(parts)
+            if self.partial:  # a last line without its newline
+                self._last_line()
+            return False
+        limit = self.max_line_bytes
+        if b"\n" not in chunk:
+            self.partial.append(chunk)
+            self.partial_bytes += len(chunk)
+            if self.partial_bytes > limit:  # the bound on kraftspec's memory: never more than a line and a chunk
+                raise LineTooLong(limit)
+            return True
+        # a long line arrives in pieces: they are joined once it is complete
+        data = b"".join([*self.partial, chunk]) if self.partial else chunk
+        parts = data.split(b"\n")
+        rest = parts.pop()
+        if len(data) > limit and max(len(rest), *map(len, parts)) > limit:
+            raise LineTooLong(limit)
+        self.partial, self.partial_bytes = ([rest], len(rest)) if rest else ([], 0)
+        self.lines.extend(parts)
+        self.received += len(parts)
+        return True
+
+    def _last_line(self) -> None:
+        self.lines.append(b"".join(self.partial))
+        self.received += 1
+        self.partial, self.partial_bytes = [], 0
 
     def _read_stderr(self) -> bool:
-        chunk = os.read(self.stderr, 1 << 16)
+        try:
+            chunk = os.read(self.stderr, 1 << 16)
+        except BlockingIOError:
+            return False
         if not chunk:
             self.selector.unregister(self.stderr)
             return False
@@ -213,7 +367,7 @@ class _Server:
         """How it ended, waiting up to ``wait`` seconds for it, and the end of its stderr; kills
         what is left of it."""
         try:
-            code = self.popen.wait(wait)
+            code = self.popen.wait(0 if self.exited else wait)
         except subprocess.TimeoutExpired:
             how = "closed its stdout but kept running; killed it"
         else:
@@ -223,34 +377,38 @@ class _Server:
                     how = f"was killed by signal {-code} ({signal.Signals(-code).name})"
                 except ValueError:
                     how = f"was killed by signal {-code}"
-        self._drain_stderr(time.monotonic() + 0.5)
+            if not self.eof:
+                how += " (a process it started kept its stdout open; killed it)"
         self.kill()
         return f"{how}; {self.stderr_ends()}"
 
-    def _drain_stderr(self, deadline: float) -> None:
-        """Read what is left on its stderr, until it closes or ``deadline``."""
-        if self.gone or self.stderr not in self.selector.get_map():
-            return
-        while (remaining := deadline - time.monotonic()) > 0:
-            readable, _, _ = select.select([self.stderr], [], [], remaining)
-            if not readable or not self._read_stderr():
-                return
+    def _drain_stderr(self) -> None:
+        """Read what its stderr holds now, without waiting (a bounded amount: a process that
+        writes on and on does not keep kraftspec here)."""
+        if self.stderr in self.selector.get_map():
+            for _ in range(64):
+                if not self._read_stderr():
+                    return
 
     def kill(self) -> None:
-        """Kill its process group, reap it, close the pipes. Safe to call again."""
+        """Kill its whole process tree (see _end_tree), reap it, keep the last of its stderr, close
+        the pipes. Safe to call again."""
         if self.gone:
             return
         self.gone = True
+        _end_tree(self.pid, self.mark)
         try:
-            os.killpg(self.pid, signal.SIGKILL)
+            os.killpg(self.pid, signal.SIGKILL)  # whatever is left in its group, were /proc missing
         except (ProcessLookupError, PermissionError):
-            self.popen.kill()  # at least the process itself (a no-op once it has been reaped)
+            pass
+        self.popen.kill()  # at least the process itself (a no-op once it has been reaped)
         self.popen.wait()
+        self._drain_stderr()
         self._close_pipes()
 
     def stop(self, timeout: float) -> None:
         """Ask it to stop (``stop``, then the end of its stdin), give it ``timeout`` seconds to exit,
-        then kill what is left of its process group and reap it. Safe to call again."""
+        then kill what is left of its process tree and reap it. Safe to call again."""
         if self.gone:
             return
         deadline = time.monotonic() + timeout
@@ -263,15 +421,18 @@ class _Server:
                 self.selector.unregister(self.stdin)
                 self.writing = False
             self.popen.stdin.close()  # the end of its input: a server stops there too
-            while self.read_lines(deadline) is not None:  # "stopped", and anything before it, until its stdout closes
+            while self.read_lines(deadline) is not None:  # "stopped", and anything before it, until it exits
                 pass
             self.popen.wait(max(0.0, deadline - time.monotonic()))
-        except (TimeoutError, subprocess.TimeoutExpired, OSError):
+        except (TimeoutError, subprocess.TimeoutExpired, LineTooLong, OSError):
             pass
-        self.kill()  # anything left in its group; and the reaping
+        self.kill()  # anything left of its tree; and the reaping
 
     def _close_pipes(self) -> None:
         self.selector.close()
+        if self.watch is not None:
+            os.close(self.watch)
+            self.watch = None
         for pipe in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
             try:
                 pipe.close()
@@ -286,11 +447,12 @@ class SubprocessAdapter:
     seconds the process has to answer each message (``start_timeout`` for the first ``start``
     after a launch, which includes its start-up; default: ``timeout``). ``window``: how many
     events may be written ahead of their answers. ``name``: the name in verdicts (default: the
-    one the process gives in ``started``).
+    one the process gives in ``started``). ``max_line_bytes``: the longest line the process may
+    write (default ``MAX_LINE_BYTES``, 16 MiB).
     """
 
     def __init__(self, command: list[str] | str, timeout: float = 10.0, window: int = 256, name: str | None = None,
-                 start_timeout: float | None = None):
+                 start_timeout: float | None = None, max_line_bytes: int = MAX_LINE_BYTES):
         if not command:
             raise ValueError("command: empty; expected a command line or a list of arguments")
         if not timeout > 0:
@@ -299,7 +461,10 @@ class SubprocessAdapter:
             raise ValueError(f"start_timeout must be a positive number of seconds, got {start_timeout!r}")
         if not (isinstance(window, int) and window >= 1):
             raise ValueError(f"window must be an integer of at least 1, got {window!r}")
+        if not (isinstance(max_line_bytes, int) and max_line_bytes >= 1):
+            raise ValueError(f"max_line_bytes must be an integer of at least 1, got {max_line_bytes!r}")
         self.command = command
+        self.max_line_bytes = max_line_bytes
         self.timeout = timeout
         self.start_timeout = start_timeout or timeout
         self.window = window
@@ -419,7 +584,7 @@ class SubprocessAdapter:
             self._stop_server()  # reaps the failed one
         self._answers.clear()
         try:
-            self._server = _Server(self.command)
+            self._server = _Server(self.command, self.max_line_bytes)
         except OSError as problem:
             raise AdapterFailure(f"start: cannot launch {self.command!r}: {problem}") from None
         self._stop_server = weakref.finalize(self, self._server.stop, self.timeout)
@@ -451,6 +616,11 @@ class SubprocessAdapter:
                 silent = "" if server.received else " (it has not written a single line: does it flush its stdout after each answer?)"
                 raise AdapterFailure(f"{where or _step(n, event)}: no answer within {timeout:g} s{silent}; killed the "
                                      f"implementation (pid {server.pid}); {server.stderr_ends()}") from None
+            except LineTooLong as too_long:
+                server.kill()
+                raise AdapterFailure(f"{where or _step(n, event)}: the implementation wrote more than {too_long.args[0]} bytes "
+                                     f"without a newline (the limit of a line); killed it (pid {server.pid}); "
+                                     f"{server.stderr_ends()}") from None
             if lines is None:
                 raise AdapterFailure(f"{where or _step(n, event)}: the implementation {server.exit_status(min(timeout, 2.0))}")
             self._answers.extend(decode_lines(lines))

@@ -11,6 +11,7 @@ import gc
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ import pytest
 from kraftspec.conformance.adapters import AdapterFailure, ImplAdapter, ModelAdapter
 from kraftspec.conformance.generate import walk
 from kraftspec.conformance.replay import replay
-from kraftspec.conformance.subprocess_adapter import SubprocessAdapter, adapter_from_spec
+from kraftspec.conformance.subprocess_adapter import MAX_LINE_BYTES, SubprocessAdapter, adapter_from_spec
 
 SERVER = [sys.executable, "-m", "kraftspec.conformance.examples.impl_server"]
 LAUNCH = 60.0  # seconds a server may take to launch on a busy machine; answers get far less
@@ -262,6 +263,7 @@ def test_adapter_specs_name_the_model_impl_or_a_command_and_anything_else_is_ref
 
 @pytest.mark.parametrize("option, value, message", [
     ("timeout", 0, "timeout must be a positive number of seconds, got 0"),
+    ("max_line_bytes", 0, "max_line_bytes must be an integer of at least 1, got 0"),
     ("window", 0, "window must be an integer of at least 1, got 0"),
     ("start_timeout", -1, "start_timeout must be a positive number of seconds, got -1"),
 ])
@@ -300,3 +302,156 @@ def test_a_long_answer_arriving_in_pieces_is_read_whole(tmp_path):
     with SubprocessAdapter([sys.executable, str(script)], timeout=5.0, start_timeout=LAUNCH) as adapter:
         adapter.start(CONFIG)
         assert adapter.name == "x" * 5_000_000
+
+
+# ---- bounded, owned, honest: the line limit and the server's whole process tree ---------------------
+
+STARTED = '{"type":"started","protocol":1,"name":"fake","levels":["responses"]}'
+
+
+def fake_server(tmp_path, name: str, body: str) -> list[str]:
+    """The command of a fake server: ``body`` after a preamble that gives it ``PIDS`` (a file for the
+    pids of its processes, written before its first answer, so that the test waits on readiness,
+    never on time) and ``answer(text)``."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(
+        "import json, os, signal, sys\n"
+        "PIDS = sys.argv[1]\n"
+        "def answer(text):\n"
+        "    sys.stdout.write(text + '\\n')\n"
+        "    sys.stdout.flush()\n"
+        + body
+    )
+    return [sys.executable, str(script), str(tmp_path / f"{name}.pids")]
+
+
+def alive(pid: int) -> bool:
+    """Is ``pid`` a running process (a zombie is dead: it only waits for its parent's wait)?"""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """The pids a fake server wrote; whatever of them is still alive after the test (only if the
+    adapter failed to end it) is killed, so that a failing test leaves nothing behind."""
+    def pids(name: str) -> list[int]:
+        return [int(pid) for pid in (tmp_path / f"{name}.pids").read_text().split()]
+
+    yield pids
+    for path in tmp_path.glob("*.pids"):
+        for pid in map(int, path.read_text().split()):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_server_that_writes_without_end_of_line_is_stopped_at_the_line_limit(tmp_path, tree):
+    """Without a limit kraftspec would hold everything the server writes until the time limit
+    (gigabytes); with it, the verdict names the fault as soon as the limit is passed."""
+    command = fake_server(tmp_path, "endless", (
+        "sys.stdin.readline()\n"
+        "open(PIDS, 'w').write(str(os.getpid()))\n"
+        "while True:\n"
+        "    sys.stdout.buffer.write(b'x' * 65536)\n"
+    ))
+    adapter = SubprocessAdapter(command, timeout=10.0, start_timeout=LAUNCH)
+    with pytest.raises(AdapterFailure) as caught:
+        adapter.start(CONFIG)
+    [pid] = tree("endless")
+    assert str(caught.value) == (f"start: the implementation wrote more than {MAX_LINE_BYTES} bytes without a newline "
+                                 f"(the limit of a line); killed it (pid {pid}); its stderr is empty")
+    assert MAX_LINE_BYTES == 16 * 1024 * 1024 and not alive(pid)
+    adapter.shutdown()
+
+
+@pytest.mark.parametrize("length, verdict", [
+    (1000, "start: expected a started object, got a line that is not JSON: 'xxx"),
+    (1001, "start: the implementation wrote more than 1000 bytes without a newline"),
+])
+def test_the_line_limit_is_exact_and_configurable(tmp_path, length, verdict):
+    """A line of exactly max_line_bytes (here 1000) is read (and is not JSON); one byte more is the fault."""
+    command = fake_server(tmp_path, "long", (
+        "sys.stdin.readline()\n"
+        f"answer('x' * {length})\n"
+        "sys.stdin.readline()\n"
+    ))
+    with SubprocessAdapter(command, timeout=10.0, start_timeout=LAUNCH, max_line_bytes=1000) as adapter:
+        with pytest.raises(AdapterFailure) as caught:
+            adapter.start(CONFIG)
+        assert str(caught.value).startswith(verdict)
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polled"])
+def test_a_crash_is_a_crash_even_when_a_child_keeps_its_stdout_open(tmp_path, tree, monkeypatch, pidfd):
+    """The server forks a child that inherits its stdout and stays; then the server crashes. The pipe
+    never ends, but the server's exit is seen: the verdict gives its exit status and stderr, not a
+    timeout; and the child is ended with it. Without pidfds, the process is polled instead."""
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open")
+    command = fake_server(tmp_path, "crash", (
+        "sys.stdin.readline()\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    signal.pause()\n"
+        "open(PIDS, 'w').write(f'{os.getpid()} {child}')\n"
+        f"answer({STARTED!r})\n"
+        "sys.stdin.readline()\n"
+        "sys.stderr.write('out of cheese\\n')\n"
+        "sys.stderr.flush()\n"
+        "os._exit(3)\n"
+    ))
+    adapter = SubprocessAdapter(command, timeout=5.0, start_timeout=LAUNCH)
+    adapter.start(CONFIG)
+    server_pid, child = tree("crash")
+    assert alive(child)
+    with pytest.raises(AdapterFailure) as caught:
+        adapter.step(walk(1, 5).steps[0].event)
+    assert str(caught.value) == (
+        "step 0 (BrokerRegistration request): the implementation exited with code 3 (a process it started kept its "
+        "stdout open; killed it); its stderr ends: out of cheese")
+    assert not alive(server_pid) and not alive(child)
+    adapter.shutdown()
+
+
+@pytest.mark.parametrize("ending", ["stop", "fault"])
+def test_a_grandchild_in_a_new_session_is_ended_with_the_server(tmp_path, tree, ending):
+    """The server's child moves to a new session (setsid), starts a grandchild that holds the
+    server's stdout and waits forever, and exits, so that the grandchild is an orphan in another
+    session and process group. A stop ("stopped", exit 0) and a fault (a line that is not JSON) both
+    end it."""
+    command = fake_server(tmp_path, "setsid", (
+        "sys.stdin.readline()\n"
+        "read, write = os.pipe()\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    os.setsid()\n"
+        "    grandchild = os.fork()\n"
+        "    if grandchild == 0:\n"
+        "        signal.pause()\n"
+        "    os.write(write, str(grandchild).encode())\n"
+        "    os._exit(0)\n"
+        "os.waitpid(child, 0)\n"
+        "grandchild = int(os.read(read, 64))\n"
+        "open(PIDS, 'w').write(f'{os.getpid()} {grandchild}')\n"
+        f"answer({STARTED!r})\n"
+        "for line in sys.stdin:\n"
+        "    if json.loads(line)['type'] == 'stop':\n"
+        "        answer('{\"type\":\"stopped\"}')\n"
+        "        break\n"
+        "    answer('this is not JSON')\n"
+    ))
+    adapter = SubprocessAdapter(command, timeout=5.0, start_timeout=LAUNCH)
+    adapter.start(CONFIG)
+    server_pid, grandchild = tree("setsid")
+    assert alive(grandchild) and os.getsid(grandchild) != os.getsid(server_pid)
+    if ending == "fault":
+        with pytest.raises(AdapterFailure, match="got a line that is not JSON: 'this is not JSON'"):
+            adapter.step(walk(1, 5).steps[0].event)
+        assert not alive(server_pid) and not alive(grandchild)
+    adapter.shutdown()
+    if ending == "stop":
+        assert adapter.returncode == 0
+    assert not alive(server_pid) and not alive(grandchild)
