@@ -136,9 +136,10 @@ _END_ROUNDS = 20  # scans before giving up on a tree that keeps forking faster t
 _DEATH_WAIT = 5.0  # seconds to wait for killed processes to die, in each round
 
 
-def _tree(root: int, mark: bytes) -> set[int]:
+def _tree(root: int | None, mark: bytes) -> set[int]:
     """The live processes (zombies excluded) that descend from ``root``, itself included, or whose
-    environment holds ``mark`` (``NAME=token``); empty where there is no /proc."""
+    environment holds ``mark`` (``NAME=token``); empty where there is no /proc. ``root`` must not
+    have been reaped (its pid could belong to another process by now): None once it has."""
     children: dict[int, list[int]] = {}
     alive, marked = set(), []
     try:
@@ -161,7 +162,7 @@ def _tree(root: int, mark: bytes) -> set[int]:
                     marked.append(pid)
         except (OSError, IndexError, ValueError):  # gone meanwhile, or another user's
             continue
-    found, todo = set(), [root, *marked]
+    found, todo = set(), [*marked] if root is None else [root, *marked]
     while todo:
         pid = todo.pop()
         if pid not in found:
@@ -170,7 +171,7 @@ def _tree(root: int, mark: bytes) -> set[int]:
     return (found & alive) - {os.getpid()}
 
 
-def _end_tree(root: int, mark: bytes) -> None:
+def _end_tree(root: int | None, mark: bytes) -> None:
     """SIGKILL the process tree of ``root`` (see above) and wait for it to die."""
     spared: set[int] = set()  # processes that may not be signalled (another user's)
     for _ in range(_END_ROUNDS):
@@ -396,7 +397,7 @@ class _Server:
         if self.gone:
             return
         self.gone = True
-        _end_tree(self.pid, self.mark)
+        _end_tree(self.pid if self.popen.returncode is None else None, self.mark)  # its pid is its own until reaped
         try:
             os.killpg(self.pid, signal.SIGKILL)  # whatever is left in its group, were /proc missing
         except (ProcessLookupError, PermissionError):
