@@ -621,6 +621,8 @@ class Controller:
             for replicas in by_index.values():
                 if not replicas or len(set(replicas)) != len(replicas) or any(b not in brokers for b in replicas):
                     return Error.INVALID_REPLICA_ASSIGNMENT
+            if len({len(replicas) for replicas in by_index.values()}) != 1:  # TOPIC-9
+                return Error.INVALID_REPLICA_ASSIGNMENT
             assignment = [by_index[i] for i in range(len(by_index))]
             no_isr = Error.INVALID_REPLICA_ASSIGNMENT
         else:  # TOPIC-4
@@ -644,17 +646,20 @@ class Controller:
         return Error.NONE
 
     def _delete_topics(self, request, version: int):
-        """TOPIC-7, REASSIGN-12."""
+        """TOPIC-7, TOPIC-10, REASSIGN-12."""
         result = DeleteTopicsResponse.DeletableTopicResult
         replication = self.state.replication
         seen: set[str] = set()
         results = []
         for name in request.topic_names:
-            topic = replication.topics_by_name.get(name)
+            committed_id = replication.committed_topic_id(name)  # TOPIC-10: names resolve against committed state
+            topic = None if committed_id is None else replication.topics.get(committed_id)
             if name in seen:
                 results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.INVALID_REQUEST))
-            elif topic is None:
+            elif committed_id is None:
                 results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.UNKNOWN_TOPIC_OR_PARTITION))
+            elif topic is None or topic.name != name:  # an uncommitted deletion already removed it
+                results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.UNKNOWN_TOPIC_ID))
             else:
                 results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))
                 self._add(RemoveTopicRecord(topic_id=topic.topic_id))

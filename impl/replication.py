@@ -291,6 +291,16 @@ class ReplicationControl:
         result.sort(key=lambda item: (item[0], item[2]))
         return result
 
+    def committed_topic_id(self, name: str) -> UUID | None:
+        """The id of the committed topic named ``name``, or None (TOPIC-10)."""
+        live = self.topics_by_name.get(name)
+        if live is not None and self._committed_topic(live.topic_id)[0] == name:
+            return live.topic_id
+        for key in self.journal.touched():  # a committed topic that an uncommitted batch removed
+            if key[0] == "topic" and self._committed_topic(key[1])[0] == name:
+                return key[1]
+        return None
+
     def _committed_topic(self, topic_id: UUID) -> tuple[str, int]:
         """The committed topic's name and partition count; an empty name and 0 if it is not committed."""
         for _, images in self.journal.batches:

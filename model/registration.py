@@ -98,7 +98,7 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
 def handle_unregister_broker(state: ControllerState, request: UnregisterBrokerRequest) -> Decision:
     cite("MEM-7")
     if request.broker_id not in state.image.brokers:
-        cite("UNREG-1")
+        cite("UNREG-1")  # DEC-35: NONE as seed 001 lists (Kafka: BROKER_ID_NOT_REGISTERED)
         return Decision(response=UnregisterBrokerResponse(Error.NONE))
     cite("UNREG-2")  # no liveness check: an active broker can be unregistered
     records = unregister_broker(state.image, state.leases, request.broker_id)

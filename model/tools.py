@@ -169,7 +169,7 @@ def _json_struct(obj: Any, fields: list[dict[str, Any]]) -> dict[str, Any]:
         value = getattr(obj, snake_case(field["name"]))
         if "tag" in field and value == _tag_default(field):
             continue  # only present tagged fields are printed
-        out[_lower_camel(field["name"])] = _json_value(value, field)
+        out[_lower_camel(field["name"])] = _json_value(value, field)  # DEC-36: the schema's names
     return out
 
 

@@ -1,8 +1,9 @@
-"""CreateTopics and DeleteTopics (TOPIC-1 to TOPIC-7)."""
+"""CreateTopics and DeleteTopics (TOPIC-1 to TOPIC-10)."""
 
 from __future__ import annotations
 
 import re
+from uuid import UUID
 
 from .decision import Decision
 from .errors import Error
@@ -105,6 +106,10 @@ def explicit_assignment(image: MetadataImage, topic: CreatableTopic) -> tuple[Er
         if not replicas or len(set(replicas)) != len(replicas) or any(b not in image.brokers for b in replicas):
             reject("TOPIC-3")
             return Error.INVALID_REPLICA_ASSIGNMENT, []
+    cite("TOPIC-9")  # DEC-33: every partition has as many replicas as the others
+    if len({len(replicas) for replicas in by_index.values()}) != 1:
+        reject("TOPIC-9")
+        return Error.INVALID_REPLICA_ASSIGNMENT, []
     return Error.NONE, [by_index[i] for i in range(len(by_index))]
 
 
@@ -124,24 +129,36 @@ def place_by_replication_factor(image: MetadataImage, topic: CreatableTopic) -> 
     ]
 
 
+def topic_to_delete(state: ControllerState, name: str) -> tuple[Error, UUID]:
+    """TOPIC-10 (DEC-34): the name resolves against the committed state; the topic it names there
+    must still be in the in-memory state under that name."""
+    cite("TOPIC-10")
+    committed = state.committed_image.topic_named(name)
+    if committed is None:
+        reject("TOPIC-10")  # unknown, or created by a record not yet committed
+        return Error.UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID
+    current = state.image.topics.get(committed.topic_id)
+    if current is None or current.name != name:
+        reject("TOPIC-10")  # an uncommitted RemoveTopicRecord already removed it
+        return Error.UNKNOWN_TOPIC_ID, ZERO_UUID
+    return Error.NONE, committed.topic_id
+
+
 def handle_delete_topics(state: ControllerState, request: DeleteTopicsRequest) -> Decision:
     cite("TOPIC-7")
     seen: set[str] = set()
     records: list[Record] = []
     results = []
     for name in request.topic_names:
-        topic = state.image.topic_named(name)
         if name in seen:
             reject("TOPIC-7")
             error, topic_id = Error.INVALID_REQUEST, ZERO_UUID
-        elif topic is None:
-            reject("TOPIC-7")
-            error, topic_id = Error.UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID
         else:
-            error, topic_id = Error.NONE, topic.topic_id
-            if any(p.is_reassigning for p in state.image.partitions_of(topic.topic_id)):
+            error, topic_id = topic_to_delete(state, name)
+        if error is Error.NONE:
+            if any(p.is_reassigning for p in state.image.partitions_of(topic_id)):
                 cite("REASSIGN-12")  # allowed; replaying the one record ends its reassignments
-            records.append(RemoveTopicRecord(topic.topic_id))
+            records.append(RemoveTopicRecord(topic_id))
         seen.add(name)
         results.append(DeletableTopicResult(name, topic_id, error))
     return Decision(records=tuple(records), response=DeleteTopicsResponse(tuple(results)))

@@ -42,7 +42,7 @@ from ..model.messages import (
 from ..model.records import NO_LEADER
 from ..model.registration import is_malformed, supports_finalized_features
 from ..model.state import Config, ControllerState, MetadataImage
-from ..model.topics import explicit_assignment, is_legal_topic_name, place_by_replication_factor
+from ..model.topics import explicit_assignment, is_legal_topic_name, place_by_replication_factor, topic_to_delete
 from . import transitions as T
 from .inductive import committed_image_ok, session_timeout
 from .symbolic import Broker, Part, View, state
@@ -253,9 +253,9 @@ def _pin_params(world: World, transition: T.Transition, state: ControllerState, 
     elif isinstance(event, DeleteTopicsRequest):
         deleted = set()
         for name in dict.fromkeys(event.topic_names):
-            topic = state.image.topic_named(name)
-            if topic is not None:
-                deleted.add(topic.topic_id)
+            error, topic_id = topic_to_delete(state, name)  # TOPIC-10: resolved against the committed state
+            if error.value == 0:
+                deleted.add(topic_id)
         facts += [k["deleted"](c) == (key is not None and key[0] in deleted) for key, c in world.partitions.items()]
     elif isinstance(event, AlterPartitionReassignmentsRequest):
         entries = {}

@@ -89,7 +89,8 @@ def test_tool_3_unregister_sends_an_unregister_broker_request():
 
 
 def test_tool_4_the_metadata_decoder_prints_seed_000s_format():
-    """TOOL-4: seed 000's example lines, byte for byte where our schema agrees with it."""
+    """TOOL-4, DEC-36: seed 000's example lines, byte for byte where our schema agrees with it; the
+    schema's field names where the example's keys differ (`name`, `id`, `epoch`)."""
     assert dump_payload(PartitionChangeRecord(0, GU, leader=-1)) == (
         'payload: {"type":"PARTITION_CHANGE_RECORD","version":0,"data":{"partitionId":0,"topicId":"GU_rXds2FGppL1JqXYpx2g","leader":-1}}'
     )

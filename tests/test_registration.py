@@ -207,7 +207,7 @@ def test_mem_7_unregister_exchange_has_only_an_error_code():
 
 @pytest.mark.parametrize("broker_id", [5, -3])
 def test_unreg_1_unregistering_an_unknown_id_succeeds_and_writes_nothing(broker_id):
-    """UNREG-1."""
+    """UNREG-1, DEC-35: NONE, as seed 001 lists, where Kafka answers BROKER_ID_NOT_REGISTERED."""
     c = Cluster()
     assert c.unregister(broker_id).error_code == Error.NONE
     assert c.records() == []
@@ -217,7 +217,8 @@ def test_unreg_2_unregistering_removes_the_broker_from_every_partition_first():
     """UNREG-2, PART-8, DEC-20: partition changes, then the UnregisterBrokerRecord; no liveness check."""
     c = Cluster()
     c.start_brokers(1, 2, 3)
-    c.create_topic("t", assignment=[[1, 2, 3], [2, 3]])
+    c.create_topic("t", assignment=[[1, 2, 3]])
+    c.create_topic("u", assignment=[[2, 3]])  # does not name broker 1: untouched
     epoch = c.epoch(1)
     assert c.unregister(1).error_code == Error.NONE  # broker 1 is active and leads: still allowed
     t = c.partition("t").topic_id

@@ -1,13 +1,32 @@
-"""Topic creation and deletion: TOPIC-1 to TOPIC-8."""
+"""Topic creation and deletion: TOPIC-1 to TOPIC-10."""
 
 from uuid import UUID
 
 import pytest
 
 from cluster import Cluster, topic_id
+from kraftspec.conformance.lockstep import Lockstep
 from kraftspec.model import Error
-from kraftspec.model.messages import CreatableTopic, CreateTopicsRequest, ReplicaAssignment
+from kraftspec.model.messages import CreatableTopic, CreateTopicsRequest, DeleteTopicsRequest, ReplicaAssignment
 from kraftspec.model.records import PartitionRecord, RemoveTopicRecord, TopicRecord
+
+
+class LockstepCluster(Cluster):
+    """A Cluster whose every event also goes to impl, which must agree with the model on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lockstep = Lockstep(self.state.config)
+
+    def send(self, event):
+        assert self.lockstep.send(event) == [], event
+        return super().send(event)
+
+
+@pytest.fixture(params=[Cluster, LockstepCluster], ids=["model", "impl"])
+def cluster(request):
+    """The model alone, or the model with impl in lockstep."""
+    return request.param
 
 
 def create(c: Cluster, *topics: CreatableTopic):
@@ -103,6 +122,19 @@ def test_topic_3_invalid_explicit_assignments(assignment):
     assert r.error_code == Error.INVALID_REPLICA_ASSIGNMENT
 
 
+def test_topic_9_partitions_of_an_explicit_assignment_have_equal_replica_counts(cluster):
+    """TOPIC-9, DEC-33: Kafka refuses [[1, 2], [1]]; so does kraftspec, and writes nothing."""
+    c = cluster()
+    c.start_brokers(1, 2)
+    before = len(c.state.batches)
+    [uneven] = create(c, CreatableTopic("t", topic_id("t"), assignments=[ReplicaAssignment(0, [1, 2]), ReplicaAssignment(1, [1])]))
+    assert (uneven.error_code, uneven.topic_id) == (Error.INVALID_REPLICA_ASSIGNMENT, UUID(int=0))
+    assert len(c.state.batches) == before and c.state.image.topic_named("t") is None
+    assert "TOPIC-9" in c.results[-2].rules  # the request's step, before its commit
+    [even] = create(c, CreatableTopic("t", topic_id("t"), assignments=[ReplicaAssignment(0, [1, 2]), ReplicaAssignment(1, [2, 1])]))
+    assert even.error_code == Error.NONE
+
+
 def test_topic_3_an_explicit_assignment_keeps_its_order_and_may_name_fenced_brokers():
     """TOPIC-3."""
     c = Cluster()
@@ -187,3 +219,52 @@ def test_topic_8_replaying_remove_topic_removes_its_partitions_and_frees_the_nam
     c.delete_topics("a")
     assert c.state.image.topics == {} and c.state.image.partitions == {}
     assert c.create_topic("a", assignment=[[1]]).topics[0].error_code == Error.NONE
+
+
+def test_topic_10_delete_resolves_names_against_the_committed_state(cluster):
+    """TOPIC-10, DEC-34: a topic whose creation is not yet committed is unknown to DeleteTopics, as in
+    Kafka, and stays; once committed, the same request deletes it."""
+    c = cluster()
+    c.start_brokers(1)
+    c.create_topic("t", assignment=[[1]], commit=False)
+    seq = c.send(DeleteTopicsRequest(["t"])).seq
+    c.commit()
+    [refused] = c.replies[seq].responses
+    assert (refused.name, refused.topic_id, refused.error_code) == ("t", UUID(int=0), Error.UNKNOWN_TOPIC_OR_PARTITION)
+    assert not any(isinstance(r, RemoveTopicRecord) for r in c.records())
+    assert c.state.committed_image.topic_named("t").topic_id == topic_id("t")
+    [deleted] = c.delete_topics("t").responses
+    assert (deleted.topic_id, deleted.error_code) == (topic_id("t"), Error.NONE)
+    assert c.state.committed_image.topic_named("t") is None
+
+
+def test_topic_10_a_topic_whose_deletion_is_pending_gets_unknown_topic_id(cluster):
+    """TOPIC-10, DEC-34: the committed name resolves to an id an uncommitted RemoveTopicRecord already
+    removed: UNKNOWN_TOPIC_ID and no second record, even when the name was created again meanwhile
+    under a new id, which the request leaves alone."""
+    c = cluster()
+    c.start_brokers(1)
+    c.create_topic("t", assignment=[[1]])
+    c.delete_topics("t", commit=False)
+    c.request(CreateTopicsRequest([CreatableTopic("t", UUID(int=99), assignments=[ReplicaAssignment(0, [1])])]), commit=False)
+    offset = c.state.log_end_offset
+    seq = c.send(DeleteTopicsRequest(["t"])).seq
+    assert c.state.log_end_offset == offset  # nothing written
+    c.commit()
+    [again] = c.replies[seq].responses
+    assert (again.topic_id, again.error_code) == (UUID(int=0), Error.UNKNOWN_TOPIC_ID)
+    assert c.state.committed_image.topic_named("t").topic_id == UUID(int=99)
+
+
+def test_topic_10_create_checks_names_against_the_in_memory_state(cluster):
+    """TOPIC-10, DEC-34: CreateTopics sees an uncommitted creation (TOPIC_ALREADY_EXISTS) and an
+    uncommitted deletion (the name is free), as Kafka's createTopics does."""
+    c = cluster()
+    c.start_brokers(1)
+    c.create_topic("a", assignment=[[1]], commit=False)
+    [taken] = create(c, CreatableTopic("a", UUID(int=5), assignments=[ReplicaAssignment(0, [1])]))
+    assert taken.error_code == Error.TOPIC_ALREADY_EXISTS
+    c.delete_topics("a", commit=False)
+    [free] = create(c, CreatableTopic("a", UUID(int=6), assignments=[ReplicaAssignment(0, [1])]))
+    assert free.error_code == Error.NONE
+    assert c.state.committed_image.topic_named("a").topic_id == UUID(int=6)
