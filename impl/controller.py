@@ -41,6 +41,7 @@ from .messages import (
     PartitionRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    Struct,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
@@ -58,7 +59,7 @@ MAX_TOPIC_NAME = 249
 _LEGAL_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-def _supported(request_type: type, version: int) -> bool:
+def _supported(request_type: type[Struct], version: int) -> bool:
     low, _, high = request_type.VALID_VERSIONS.partition("-")
     return int(low) <= version <= int(high or low)
 
@@ -125,7 +126,7 @@ class Controller:
         self.log_start_offset = 0
         self.log_end_offset = 0
         self.committed_offset = 0
-        self.snapshot: tuple[int, tuple] | None = None  # (end offset, records)
+        self.snapshot: tuple[int, tuple | None] | None = None  # (end offset, records; None when on disk)
         self.pending: deque[tuple[int, int, object, int, object]] = deque()  # (release, seq, request, version, response)
         self.next_seq = 0
         self._batch: list | None = None
@@ -205,6 +206,7 @@ class Controller:
             self.leases.set_fenced(record.broker_id, True)
         elif kind is UnfenceBrokerRecord:
             self.leases.set_fenced(record.broker_id, False)
+        assert self._batch is not None, "records are added only while a request's batch is open"
         self._batch.append(record)
 
     def _close_batch(self) -> tuple[int, tuple] | None:
@@ -316,6 +318,7 @@ class Controller:
             self.snapshots.write(end, (encode_record(r) for r in self.committed_records()))
             kept = self.snapshots.list()[-SNAPSHOTS_KEPT:]
             self.snapshots.delete_older_than(kept[0].end_offset)
+            assert self.disk is not None, "a controller with a snapshot store has a log on disk"
             self.disk.delete_before(kept[0].end_offset)
             self.snapshot = (end, None)
         self.log_start_offset = end
@@ -549,6 +552,7 @@ class Controller:
                     results.append(partition_result(partition_index=entry.partition_index, error_code=error))
                     continue
                 partition = self.state.replication.partition(topic.topic_id, entry.partition_index)
+                assert partition is not None, "_alter_partition_isr found it"
                 if partition.leader != request.broker_id:  # ISR-10: a completed reassignment removed it
                     results.append(partition_result(partition_index=entry.partition_index, error_code=Error.FENCED_LEADER_EPOCH))
                     continue
@@ -709,7 +713,7 @@ class Controller:
         else:
             self._change(partition, replicas=removing + target, removing=removing, adding=adding)
 
-    def _cancel_reassignment(self, partition: Partition) -> int:
+    def _cancel_reassignment(self, partition: Partition) -> Error:
         """REASSIGN-8."""
         if not partition.reassigning:
             return Error.NO_REASSIGNMENT_IN_PROGRESS
@@ -723,6 +727,7 @@ class Controller:
 
     def _list_reassignments(self, request):
         """REASSIGN-10: from the committed state."""
+        wanted: dict[str, set[int]] | None
         if request.topics is None:
             wanted = None
         else:

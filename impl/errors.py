@@ -1,8 +1,41 @@
-"""Error codes, read from spec/schemas/errors.json (RPC-4)."""
+"""Error codes, as spec/schemas/errors.json gives them (RPC-4).
+
+Written out so that readers and type checkers see every name; checked against the schema at
+import, so the two cannot drift apart.
+"""
 
 from enum import IntEnum
 
 from kraftspec.spec.schemas import error_codes
 
-Error = IntEnum("Error", error_codes())  # type: ignore[misc]
-"""Every error code of the specification, by name: ``Error.STALE_BROKER_EPOCH == 77``."""
+
+class Error(IntEnum):
+    """Every error code of the specification, by name: ``Error.STALE_BROKER_EPOCH == 77``."""
+
+    NONE = 0
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    NOT_LEADER_OR_FOLLOWER = 6
+    INVALID_TOPIC_EXCEPTION = 17
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    FENCED_LEADER_EPOCH = 74
+    STALE_BROKER_EPOCH = 77
+    NO_REASSIGNMENT_IN_PROGRESS = 85
+    INVALID_UPDATE_VERSION = 95
+    UNKNOWN_TOPIC_ID = 100
+    DUPLICATE_BROKER_REGISTRATION = 101
+    BROKER_ID_NOT_REGISTERED = 102
+    INVALID_CLUSTER_ID = 104
+    INELIGIBLE_REPLICA = 107
+
+
+if {e.name: e.value for e in Error} != error_codes():
+    raise ImportError(
+        "impl/errors.py and spec/schemas/errors.json list different error codes: "
+        f"{sorted(set(Error.__members__.items()) ^ set(error_codes().items()))}"
+    )

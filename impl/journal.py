@@ -11,10 +11,10 @@ uncommitted batch that touched it, or its live value if none did.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any
 
-Key = Hashable
+Key = tuple[Any, ...]  # ("broker", id), ("feature", name), ("topic", id), ("partition", topic id, index)
 
 
 class Journal:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 from uuid import UUID
 
 from kraftspec.spec.schemas import default_value, record_schemas, rpc_schemas
@@ -28,12 +28,32 @@ def snake_case(name: str) -> str:
     return _SNAKE.sub("_", name).lower()
 
 
-class Struct:
+if TYPE_CHECKING:
+
+    class _StructMeta(type):
+        # a generated class's nested struct classes (``AlterIsrRequest.PartitionData``) are made
+        # from the schema at import: a type checker sees them as Any
+        def __getattr__(cls, name: str) -> Any: ...
+
+else:
+    _StructMeta = type
+
+
+class Struct(metaclass=_StructMeta):
     """Base of every generated class: equality and repr over the fields, in schema order."""
 
     __slots__ = ()
-    FIELDS: tuple[str, ...] = ()
-    SCHEMA_FIELDS: tuple[dict[str, Any], ...] = ()
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+    SCHEMA_FIELDS: ClassVar[tuple[dict[str, Any], ...]] = ()
+    API_KEY: ClassVar[int]  # records and messages, not the structs inside them
+    VALID_VERSIONS: ClassVar[str]
+
+    if TYPE_CHECKING:
+        # the fields and the keyword arguments of ``__init__`` are made from the schema at
+        # import: a type checker sees them as Any
+        def __init__(self, **fields: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -46,7 +66,7 @@ class Struct:
         return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
 
 
-def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = None) -> type:
+def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = None) -> type[Struct]:
     """A slotted class for a schema struct: ``__init__`` takes every field by keyword, in order."""
     names = tuple(snake_case(f["name"]) for f in fields)
     for n in names:
@@ -55,7 +75,7 @@ def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = N
     defaults = {n: default_value(f) for n, f in zip(names, fields, strict=True)}
     params = ", ".join(f"{n}=_d_{n}" for n in names)
     body = "\n".join(f"    self.{n} = {n}" for n in names) or "    pass"
-    namespace = {f"_d_{n}": v for n, v in defaults.items()}
+    namespace: dict[str, Any] = {f"_d_{n}": v for n, v in defaults.items()}
     exec(f"def __init__(self, {params}):\n{body}\n", namespace)  # noqa: S102 - generated from the schema
     compare = " and ".join(f"self.{n} == other.{n}" for n in names) or "True"
     exec(  # noqa: S102 - generated from the schema
@@ -63,9 +83,9 @@ def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = N
         f"    return {compare}\n",
         namespace,
     )
-    cls = type(name, (Struct,), {
+    cls = cast("type[Struct]", type(name, (Struct,), {
         "__slots__": names, "__init__": namespace["__init__"], "__eq__": namespace["__eq__"], "__hash__": None, "FIELDS": names,
-    })
+    }))
     cls.SCHEMA_FIELDS = tuple(fields)
     cls.__qualname__ = qualname or name
     for f in fields:
@@ -75,7 +95,7 @@ def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = N
     return cls
 
 
-def _build() -> tuple[dict[int, type], dict[str, type]]:
+def _build() -> tuple[dict[int, type[Struct]], dict[str, type[Struct]]]:
     records = {}
     for api_key, schema in sorted(record_schemas().items()):
         cls = make_class(schema["name"], schema["fields"])

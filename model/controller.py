@@ -9,9 +9,13 @@ rebuilds from committed state (LOG-10).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from attrs import frozen
 
 from .alter_isr import handle_alter_isr
+from .decision import Decision
 from .events import Commit, Event, Failover, TakeSnapshot, Tick
 from .heartbeat import expire_lease, handle_broker_heartbeat, next_lease_expiry
 from .log import answer_after_commit, append, commit, failover, take_snapshot
@@ -33,7 +37,7 @@ from .rules import cite, collecting
 from .state import Batch, ControllerState, Reply
 from .topics import handle_create_topics, handle_delete_topics
 
-WRITE_HANDLERS = {
+WRITE_HANDLERS: dict[type, Callable[[ControllerState, Any], Decision]] = {
     BrokerRegistrationRequest: handle_broker_registration,
     BrokerHeartbeatRequest: handle_broker_heartbeat,
     UnregisterBrokerRequest: handle_unregister_broker,
@@ -65,9 +69,7 @@ class StepResult:
 def step(state: ControllerState, event: Event) -> StepResult:
     """Handle one event."""
     with collecting() as log:
-        if isinstance(event, REQUEST_TYPES):
-            result = _request(state, event)
-        elif isinstance(event, Tick):
+        if isinstance(event, Tick):
             result = _tick(state, event)
         elif isinstance(event, Commit):
             new_state, replies = commit(state, event.offset)
@@ -77,6 +79,8 @@ def step(state: ControllerState, event: Event) -> StepResult:
             result = StepResult(new_state, replies=replies)
         elif isinstance(event, TakeSnapshot):
             result = StepResult(take_snapshot(state))
+        elif isinstance(event, REQUEST_TYPES):  # the rest of the Event union: the requests
+            result = _request(state, event)
         else:
             raise TypeError(f"not an event the model knows: {event!r}")
     return StepResult(result.state, result.batches, result.replies, tuple(log.fired), result.seq, tuple(log.rejected))
@@ -90,8 +94,9 @@ def _request(state: ControllerState, request: Request) -> StepResult:
         reply = Reply(seq, request, handle_list_partition_reassignments(state, request))
         return StepResult(state.evolve(next_seq=seq + 1), replies=(reply,), seq=seq)
     decision = WRITE_HANDLERS[type(request)](state, request)
+    assert decision.response is not None, "a request's handler always decides its response"
     state, batch = append(state, decision.records)
-    changes = {"next_seq": seq + 1}
+    changes: dict[str, Any] = {"next_seq": seq + 1}
     if decision.leases is not None:
         changes["leases"] = decision.leases
     state, replies = answer_after_commit(state, seq, request, decision.response, **changes)
@@ -108,5 +113,6 @@ def _tick(state: ControllerState, tick: Tick) -> StepResult:
         decision = expire_lease(state, broker_id)  # one batch per broker, each on the state the last left
         state, batch = append(state, decision.records)
         state = state.evolve(leases=decision.leases)
-        batches.append(batch)
+        if batch is not None:  # a lapsed lease always fences, so there is a batch
+            batches.append(batch)
     return StepResult(state, batches=tuple(batches))

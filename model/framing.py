@@ -219,11 +219,12 @@ def _decode_struct(reader: _Reader, fields: list[dict[str, Any]], version: int, 
         size = reader.uvarint(f"{where} tag {tag} size")
         start = reader.pos
         reader.take(size, f"{where} tag {tag}")
-        field = tagged.get(tag)
-        if field is None:
+        tagged_field = tagged.get(tag)
+        if tagged_field is None:
             continue  # an unknown tagged field is skipped (KIP-482)
         inner = _Reader(reader.data, start, start + size)
-        values[snake_case(field["name"])] = _decode_value(inner, field, version, f"{where}.{field['name']}")
+        name = tagged_field["name"]
+        values[snake_case(name)] = _decode_value(inner, tagged_field, version, f"{where}.{name}")
         if inner.remaining():
             raise FrameError(at, f"{where}: tag {tag} has {inner.remaining()} bytes too many")
     return values

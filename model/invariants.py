@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from .controller import StepResult
 from .events import Event, Failover
-from .messages import BrokerHeartbeatResponse, Request, Response
+from .messages import BrokerHeartbeatRequest, BrokerHeartbeatResponse, Request, Response
 from .records import NO_LEADER, RegisterBrokerRecord, RemoveTopicRecord
 from .replay import replay_all
 from .state import ControllerState, MetadataImage
@@ -183,7 +183,8 @@ def inv_11_should_shut_down_leads_nothing(before: ControllerState, event: Event,
     return [
         f"INV-11 ShouldShutDown to broker {request.broker_id}, which still leads"
         for request, response in decided_responses(result)
-        if isinstance(response, BrokerHeartbeatResponse)
+        if isinstance(request, BrokerHeartbeatRequest)
+        and isinstance(response, BrokerHeartbeatResponse)
         and response.should_shut_down
         and result.state.image.leads_any(request.broker_id)
     ]
@@ -295,6 +296,6 @@ def violations(before: ControllerState, event: Event, result: StepResult) -> Vio
     out = []
     for check in STATE_INVARIANTS.values():
         out += check(result.state)
-    for check in STEP_INVARIANTS.values():
-        out += check(before, event, result)
+    for step_check in STEP_INVARIANTS.values():
+        out += step_check(before, event, result)
     return out

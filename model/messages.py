@@ -9,7 +9,7 @@ carries (DEC-24) is a schema field.
 
 from __future__ import annotations
 
-from typing import ClassVar, Union
+from typing import ClassVar, Union, get_args
 from uuid import UUID
 
 from attrs import field, frozen
@@ -305,8 +305,8 @@ Response = Union[
     ListPartitionReassignmentsResponse,
 ]
 
-REQUEST_TYPES: tuple[type, ...] = Request.__args__
-RESPONSE_TYPES: tuple[type, ...] = Response.__args__
+REQUEST_TYPES: tuple[type, ...] = get_args(Request)
+RESPONSE_TYPES: tuple[type, ...] = get_args(Response)
 
 
 def error_response(request: Request, error: Error) -> Response:

@@ -128,12 +128,14 @@ def handle_list_partition_reassignments(
     cite("REASSIGN-10")
     cite("LOG-8")
     image = state.committed_image
+    wanted: dict[str, set[int] | None]  # a topic's partitions asked for; None: all of them
     if request.topics is None:
         wanted = {t.name: None for t in image.topics.values()}
     else:
-        wanted = {}
+        asked: dict[str, set[int]] = {}
         for t in request.topics:
-            wanted.setdefault(t.name, set()).update(t.partition_indexes)
+            asked.setdefault(t.name, set()).update(t.partition_indexes)
+        wanted = dict(asked)
     topics = []
     for name in sorted(wanted):
         topic = image.topic_named(name)

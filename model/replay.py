@@ -7,7 +7,8 @@ not apply leaves the image unchanged (LOG-13): the controller never writes one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 
 from .records import (
@@ -144,7 +145,7 @@ def replay_feature_level(image: MetadataImage, record: FeatureLevelRecord) -> Me
     return replace(image, features={**image.features, record.name: feature})
 
 
-_REPLAY = {
+_REPLAY: dict[type, Callable[[MetadataImage, Any], MetadataImage]] = {
     RegisterBrokerRecord: replay_register_broker,
     UnregisterBrokerRecord: replay_unregister_broker,
     FenceBrokerRecord: replay_fence_broker,

@@ -10,7 +10,8 @@ commit, the clock) belongs to the active controller and is never logged.
 from __future__ import annotations
 
 import re
-from typing import TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 from uuid import UUID
 
 import attrs
@@ -27,7 +28,7 @@ DEFAULT_SESSION_TIMEOUT_MS = 18000  # LEASE-1, DEC-12
 
 
 T = TypeVar("T")
-_REPLACERS: dict[type, object] = {}
+_REPLACERS: dict[type, Callable[..., Any]] = {}
 _KEEP = object()
 
 
@@ -42,12 +43,12 @@ def replace(instance: T, **changes) -> T:
     return replacer(instance, **changes)
 
 
-def _make_replacer(cls: type):
+def _make_replacer(cls: type) -> Callable[..., Any]:
     names = [a.name for a in attrs.fields(cls)]
     params = ", ".join(f"{n}=_KEEP" for n in names)
     body = "\n".join(f"    _set(new, {n!r}, o.{n} if {n} is _KEEP else {n})" for n in names)
     source = f"def replace_{cls.__name__}(o, {params}):\n    new = _new(_cls)\n{body}\n    return new\n"
-    namespace = {"_KEEP": _KEEP, "_set": object.__setattr__, "_new": object.__new__, "_cls": cls}
+    namespace: dict[str, Any] = {"_KEEP": _KEEP, "_set": object.__setattr__, "_new": object.__new__, "_cls": cls}
     exec(source, namespace)  # noqa: S102 - generated from the class's own fields
     return namespace[f"replace_{cls.__name__}"]
 
