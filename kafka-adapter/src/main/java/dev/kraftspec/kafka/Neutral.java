@@ -1,0 +1,185 @@
+package dev.kraftspec.kafka;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.function.UnaryOperator;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+
+import org.apache.kafka.common.metadata.MetadataJsonConverters;
+import org.apache.kafka.common.protocol.ApiMessage;
+import org.apache.kafka.common.protocol.ByteBufferAccessor;
+import org.apache.kafka.common.protocol.ObjectSerializationCache;
+import org.apache.kafka.metadata.MetadataRecordSerde;
+import org.apache.kafka.server.common.ApiMessageAndVersion;
+
+/**
+ * Between kraftspec's neutral form (spec/traces.md: the schema's field names, UUIDs as 22
+ * characters) and Kafka's generated message classes. Kafka's own JSON converters do the field
+ * work; the neutral form differs from their JSON only in the case of the first letter of each
+ * field name, and in the fields each side's schema has.
+ */
+final class Neutral {
+    static final JsonNodeFactory JSON = JsonNodeFactory.instance;
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+
+    private final Path schemas;
+    private final Map<String, JsonNode> schemaCache = new HashMap<>();
+
+    /** {@code schemas}: kraftspec's spec/schemas/rpcs folder, for the fields a reply may carry. */
+    Neutral(Path schemas) {
+        this.schemas = schemas;
+    }
+
+    /** A Kafka request, read from a neutral body by Kafka's JSON converter for that message. */
+    static ApiMessage readRequest(String kafkaMessage, JsonNode neutralBody, short kafkaVersion) {
+        JsonNode kafkaJson = renameKeys(neutralBody, Neutral::lowerFirst);
+        try {
+            Class<?> converter = Class.forName("org.apache.kafka.common.message." + kafkaMessage + "JsonConverter");
+            return (ApiMessage) converter.getMethod("read", JsonNode.class, short.class)
+                .invoke(null, kafkaJson, kafkaVersion);
+        } catch (ReflectiveOperationException e) {
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            throw new IllegalArgumentException("Kafka cannot read this " + kafkaMessage + ": " + cause.getMessage(), cause);
+        }
+    }
+
+    /**
+     * A Kafka reply in the neutral form of kraftspec's {@code api} at {@code version}: the fields
+     * kraftspec's schema has at that version, taken from Kafka's reply where it has them. A field
+     * Kafka's reply lacks stays absent, so the comparison shows it.
+     */
+    JsonNode reply(String api, int version, ApiMessage kafkaReply, short kafkaVersion) {
+        JsonNode json = writeMessage(kafkaReply, kafkaVersion);
+        return keepSchemaFields(renameKeys(json, Neutral::upperFirst), schema(api + "Response").get("fields"), version);
+    }
+
+    /** A record in the neutral form: its type, version, data (Kafka's fields), and frame bytes. */
+    static ObjectNode record(long offset, ApiMessageAndVersion amv) {
+        ObjectNode out = JSON.objectNode();
+        out.put("offset", offset);
+        out.put("type", amv.message().getClass().getSimpleName());
+        out.put("version", amv.version());
+        out.set("data", renameKeys(MetadataJsonConverters.writeJson(amv.message(), amv.version()), Neutral::upperFirst));
+        out.put("frame", hex(frame(amv)));
+        return out;
+    }
+
+    /** The record's bytes as Kafka's metadata serde frames them (frame version, type, version, payload). */
+    static byte[] frame(ApiMessageAndVersion amv) {
+        ObjectSerializationCache cache = new ObjectSerializationCache();
+        int size = MetadataRecordSerde.INSTANCE.recordSize(amv, cache);
+        ByteBuffer buffer = ByteBuffer.allocate(size);
+        MetadataRecordSerde.INSTANCE.write(amv, cache, new ByteBufferAccessor(buffer));
+        return buffer.array();
+    }
+
+    static JsonNode writeMessage(ApiMessage message, short version) {
+        try {
+            Class<?> converter = Class.forName(message.getClass().getName() + "JsonConverter");
+            return (JsonNode) converter.getMethod("write", message.getClass(), short.class)
+                .invoke(null, message, version);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("no JSON converter for " + message.getClass().getName(), e);
+        }
+    }
+
+    /** Every {@code TopicId} value in {@code node} passed through {@code map}, in place. */
+    static void mapTopicIds(JsonNode node, UnaryOperator<String> map) {
+        if (node instanceof ObjectNode object) {
+            Iterator<Map.Entry<String, JsonNode>> fields = object.fields();
+            while (fields.hasNext()) {
+                Map.Entry<String, JsonNode> f = fields.next();
+                if (f.getKey().equals("TopicId") && f.getValue().isTextual()) {
+                    f.setValue(TextNode.valueOf(map.apply(f.getValue().asText())));
+                } else {
+                    mapTopicIds(f.getValue(), map);
+                }
+            }
+        } else if (node instanceof ArrayNode array) {
+            array.forEach(item -> mapTopicIds(item, map));
+        }
+    }
+
+    private JsonNode schema(String name) {
+        return schemaCache.computeIfAbsent(name, n -> {
+            try {
+                return MAPPER.readTree(Files.readString(schemas.resolve(n + ".json")));
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot read kraftspec's schema " + schemas.resolve(n + ".json"), e);
+            }
+        });
+    }
+
+    private static JsonNode keepSchemaFields(JsonNode value, JsonNode fields, int version) {
+        if (value instanceof ArrayNode array) {
+            ArrayNode out = JSON.arrayNode();
+            array.forEach(item -> out.add(keepSchemaFields(item, fields, version)));
+            return out;
+        }
+        if (!(value instanceof ObjectNode object) || fields == null) {
+            return value;
+        }
+        ObjectNode out = JSON.objectNode();
+        for (JsonNode field : fields) {
+            String name = field.get("name").asText();
+            if (inVersion(field.get("versions").asText(), version) && object.has(name)) {
+                out.set(name, keepSchemaFields(object.get(name), field.get("fields"), version));
+            }
+        }
+        return out;
+    }
+
+    /** A schema version range: {@code "1+"}, {@code "0-2"} or {@code "3"}. */
+    static boolean inVersion(String range, int version) {
+        if (range.endsWith("+")) {
+            return version >= Integer.parseInt(range.substring(0, range.length() - 1));
+        }
+        int dash = range.indexOf('-');
+        if (dash > 0) {
+            return version >= Integer.parseInt(range.substring(0, dash))
+                && version <= Integer.parseInt(range.substring(dash + 1));
+        }
+        return version == Integer.parseInt(range);
+    }
+
+    static JsonNode renameKeys(JsonNode node, UnaryOperator<String> rename) {
+        if (node instanceof ObjectNode object) {
+            ObjectNode out = JSON.objectNode();
+            object.fields().forEachRemaining(f -> out.set(rename.apply(f.getKey()), renameKeys(f.getValue(), rename)));
+            return out;
+        }
+        if (node instanceof ArrayNode array) {
+            ArrayNode out = JSON.arrayNode();
+            array.forEach(item -> out.add(renameKeys(item, rename)));
+            return out;
+        }
+        return node;
+    }
+
+    static String lowerFirst(String s) {
+        return s.isEmpty() ? s : Character.toLowerCase(s.charAt(0)) + s.substring(1);
+    }
+
+    static String upperFirst(String s) {
+        return s.isEmpty() ? s : Character.toUpperCase(s.charAt(0)) + s.substring(1);
+    }
+
+    static String hex(byte[] bytes) {
+        StringBuilder sb = new StringBuilder(bytes.length * 2);
+        for (byte b : bytes) {
+            sb.append(Character.forDigit((b >> 4) & 0xf, 16)).append(Character.forDigit(b & 0xf, 16));
+        }
+        return sb.toString();
+    }
+}

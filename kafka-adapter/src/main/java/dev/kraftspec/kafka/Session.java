@@ -1,0 +1,487 @@
+package dev.kraftspec.kafka;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.message.AlterPartitionReassignmentsRequestData;
+import org.apache.kafka.common.message.AlterPartitionRequestData;
+import org.apache.kafka.common.message.BrokerHeartbeatRequestData;
+import org.apache.kafka.common.message.BrokerHeartbeatResponseData;
+import org.apache.kafka.common.message.BrokerRegistrationRequestData;
+import org.apache.kafka.common.message.BrokerRegistrationResponseData;
+import org.apache.kafka.common.message.CreateTopicsRequestData;
+import org.apache.kafka.common.message.DeleteTopicsResponseData;
+import org.apache.kafka.common.message.ListPartitionReassignmentsRequestData;
+import org.apache.kafka.common.message.RequestHeaderData;
+import org.apache.kafka.common.message.UnregisterBrokerResponseData;
+import org.apache.kafka.common.metadata.FeatureLevelRecord;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.protocol.ApiMessage;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.requests.ApiError;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.controller.ControllerRequestContext;
+import org.apache.kafka.controller.QuorumController;
+import org.apache.kafka.controller.QuorumFeatures;
+import org.apache.kafka.controller.ResultOrError;
+import org.apache.kafka.controller.metrics.QuorumControllerMetrics;
+import org.apache.kafka.metadata.KafkaConfigSchema;
+import org.apache.kafka.metadata.bootstrap.BootstrapMetadata;
+import org.apache.kafka.metadata.placement.StripedReplicaPlacer;
+import org.apache.kafka.raft.Batch;
+import org.apache.kafka.server.common.ApiMessageAndVersion;
+import org.apache.kafka.server.common.MetadataVersion;
+import org.apache.kafka.server.fault.FaultHandler;
+
+/**
+ * One trace: a fresh Kafka {@link QuorumController}, its {@link MemoryRaft} and its clock, driven
+ * by the trace's events. Every request goes to the controller through its public API, as Kafka's
+ * ControllerApis sends it; the adapter waits until the controller's event queue is idle before it
+ * reads what the event did (records appended, replies completed), so each step's result is exact.
+ */
+final class Session implements AutoCloseable {
+    /** The metadata.format level of the trace stands for this metadata.version of Kafka's. */
+    private final MetadataVersion metadataVersion;
+    private final MockClock clock = new MockClock();
+    private final MemoryRaft raft = new MemoryRaft(clock);
+    private final QuorumController controller;
+    private final Neutral neutral;
+    private final List<Pending> pending = new ArrayList<>();
+    private final Map<String, String> kafkaToTraceId = new HashMap<>();
+    private final Map<String, String> traceToKafkaId = new HashMap<>();
+    private final Map<String, String> createdNameToTraceId = new HashMap<>();
+    private final int[] formatRange;
+    private final List<String> faults = new ArrayList<>();
+    private int nextSeq = 0;
+
+    private record Pending(int seq, String api, int version, JsonNode request, CompletableFuture<JsonNode> reply) {
+    }
+
+    Session(JsonNode config, MetadataVersion metadataVersion, Neutral neutral) throws Exception {
+        this.metadataVersion = metadataVersion;
+        this.neutral = neutral;
+        this.formatRange = featureRange(config.get("finalized_features"), "metadata.format");
+        long sessionMs = config.get("session_timeout_ms").asLong();
+        FaultHandler faults = (message, cause) -> {
+            this.faults.add(message + (cause == null ? "" : ": " + cause));
+            return new RuntimeException(message, cause);
+        };
+        ConfigDef minIsr = new ConfigDef().define("min.insync.replicas", ConfigDef.Type.INT, 1,
+            ConfigDef.Importance.HIGH, "");
+        controller = new QuorumController.Builder(MemoryRaft.SELF, config.get("cluster_id").asText())
+            .setTime(clock)
+            .setThreadNamePrefix("kraftspec-kafka-")
+            .setRaftClient(raft)
+            .setQuorumFeatures(new QuorumFeatures(MemoryRaft.SELF, QuorumFeatures.defaultSupportedFeatureMap(true),
+                List.of(MemoryRaft.SELF)))
+            .setBootstrapMetadata(BootstrapMetadata.fromVersion(metadataVersion, "kraftspec trace"))
+            .setConfigSchema(new KafkaConfigSchema(
+                Map.of(ConfigResource.Type.TOPIC, minIsr, ConfigResource.Type.BROKER, minIsr), Map.of()))
+            .setSessionTimeoutNs(TimeUnit.MILLISECONDS.toNanos(sessionMs))
+            .setReplicaPlacer(new StripedReplicaPlacer(new Random(0)))
+            .setLeaderImbalanceCheckIntervalNs(OptionalLong.empty())
+            .setMaxIdleIntervalNs(OptionalLong.empty())
+            .setUncleanLeaderElectionCheckIntervalMs(TimeUnit.DAYS.toMillis(365 * 100))
+            .setMetrics(new QuorumControllerMetrics(Optional.empty(), clock, 0))
+            .setFatalFaultHandler(faults)
+            .setNonFatalFaultHandler(faults)
+            .build();
+        // LOG-14: the finalized features are the first committed batch, at offset 0, so the
+        // controller finds a non-empty log, writes no bootstrap records, and the next record
+        // appended gets offset 1, as in the trace.
+        raft.appendCommitted(List.of(new ApiMessageAndVersion(new FeatureLevelRecord()
+            .setName(MetadataVersion.FEATURE_NAME).setFeatureLevel(metadataVersion.featureLevel()), (short) 0)));
+        raft.commit(1);
+        raft.elect(MemoryRaft.SELF);
+        awaitIdle();
+        requireActive();
+    }
+
+    /** Handles one event of the trace and returns the {@code result} fields: seq, records, replies. */
+    ObjectNode handle(JsonNode event) throws Exception {
+        ObjectNode result = Neutral.JSON.objectNode();
+        String kind = event.get("kind").asText();
+        switch (kind) {
+            case "request" -> {
+                int seq = nextSeq++;
+                result.put("seq", seq);
+                request(seq, event);
+            }
+            case "tick" -> {
+                result.putNull("seq");
+                clock.advanceTo(event.get("now_ms").asLong());
+                awaitQuiet();
+            }
+            case "commit" -> {
+                result.putNull("seq");
+                raft.commit(event.get("offset").asLong());
+                awaitQuiet();
+            }
+            case "failover" -> {
+                result.putNull("seq");
+                failover();
+            }
+            case "snapshot" -> {
+                // Kafka's controller does not take snapshots itself (the metadata loader does), and
+                // a snapshot changes nothing an observer of the controller sees.
+                result.putNull("seq");
+            }
+            default -> throw new UnsupportedOperationException("event kind '" + kind + "' is not known to this adapter");
+        }
+        if (!faults.isEmpty()) {
+            throw new IllegalStateException("Kafka's controller reported a fault: " + String.join("; ", faults));
+        }
+        ArrayNode records = Neutral.JSON.arrayNode();
+        for (Batch<ApiMessageAndVersion> batch : raft.drainAppended()) {
+            long offset = batch.baseOffset();
+            for (ApiMessageAndVersion amv : batch.records()) {
+                ObjectNode record = Neutral.record(offset++, amv);
+                learnTopicId(record);
+                Neutral.mapTopicIds(record.get("data"), this::toTraceId);
+                records.add(record);
+            }
+        }
+        result.set("records", records);
+        result.set("replies", releasedReplies());
+        return result;
+    }
+
+    // ---- requests ----
+
+    private void request(int seq, JsonNode event) throws Exception {
+        String api = event.get("api").asText();
+        int version = event.get("version").asInt();
+        JsonNode body = event.get("body");
+        CompletableFuture<JsonNode> reply;
+        if (!supportedVersion(api, version)) {
+            reply = CompletableFuture.completedFuture(errorBody(api, version, body, Errors.UNSUPPORTED_VERSION.code()));
+        } else {
+            reply = switch (api) {
+                case "BrokerRegistration" -> registerBroker(body, version);
+                case "BrokerHeartbeat" -> heartbeat(body, version);
+                case "UnregisterBroker" -> controller.unregisterBroker(context(ApiKeys.UNREGISTER_BROKER, 0),
+                        body.get("BrokerId").asInt())
+                    .thenApply(v -> neutral.reply(api, version, new UnregisterBrokerResponseData(), (short) 0));
+                case "AlterIsr" -> alterPartition(body, version);
+                case "CreateTopics" -> createTopics(body, version);
+                case "DeleteTopics" -> deleteTopics(body, version);
+                case "AlterPartitionReassignments" -> alterReassignments(body, version);
+                case "ListPartitionReassignments" -> listReassignments(body, version);
+                default -> throw new UnsupportedOperationException("request '" + api + "' is not known to this adapter");
+            };
+            reply = reply.exceptionally(e -> errorBody(api, version, body, ApiError.fromThrowable(unwrap(e)).error().code()));
+        }
+        pending.add(new Pending(seq, api, version, body, reply));
+        awaitQuiet();
+    }
+
+    private CompletableFuture<JsonNode> registerBroker(JsonNode body, int version) {
+        ObjectNode kafka = body.deepCopy();
+        kafka.remove("CurrentMetadataOffset");
+        ArrayNode features = Neutral.JSON.arrayNode();
+        for (JsonNode f : body.get("Features")) {
+            ObjectNode feature = f.deepCopy();
+            if (f.get("Name").asText().equals("metadata.format")) {
+                // Kafka keeps one level per feature: a broker that supports the trace's finalized
+                // metadata.format range supports the adapter's metadata.version, and one that does not, does not.
+                boolean supports = f.get("MinSupportedVersion").asInt() <= formatRange[0]
+                    && formatRange[1] <= f.get("MaxSupportedVersion").asInt();
+                short level = supports ? metadataVersion.featureLevel() : 0;
+                feature.put("Name", MetadataVersion.FEATURE_NAME);
+                feature.put("MinSupportedVersion", level);
+                feature.put("MaxSupportedVersion", level);
+            }
+            features.add(feature);
+        }
+        kafka.set("Features", features);
+        kafka.put("IsMigratingZkBroker", false);
+        ArrayNode dirs = kafka.putArray("LogDirs");
+        if (metadataVersion.isDirectoryAssignmentSupported()) {
+            dirs.add(new Uuid(0x6b72616674L, body.get("BrokerId").asLong() + 1).toString());
+        }
+        kafka.put("PreviousBrokerEpoch", -1L);
+        short kafkaVersion = 3;
+        BrokerRegistrationRequestData request = (BrokerRegistrationRequestData)
+            Neutral.readRequest("BrokerRegistrationRequestData", kafka, kafkaVersion);
+        return controller.registerBroker(context(ApiKeys.BROKER_REGISTRATION, kafkaVersion), request)
+            .thenApply(r -> neutral.reply("BrokerRegistration", version,
+                new BrokerRegistrationResponseData().setBrokerEpoch(r.epoch()), kafkaVersion));
+    }
+
+    private CompletableFuture<JsonNode> heartbeat(JsonNode body, int version) {
+        ObjectNode kafka = body.deepCopy();
+        // DEC-2: kraftspec's CurrentMetadataOffset is one more than the highest offset applied;
+        // Kafka's is the highest offset applied.
+        kafka.put("CurrentMetadataOffset", body.get("CurrentMetadataOffset").asLong() - 1);
+        short kafkaVersion = 0;
+        BrokerHeartbeatRequestData request = (BrokerHeartbeatRequestData)
+            Neutral.readRequest("BrokerHeartbeatRequestData", kafka, kafkaVersion);
+        return controller.processBrokerHeartbeat(context(ApiKeys.BROKER_HEARTBEAT, kafkaVersion), request)
+            .thenApply(r -> neutral.reply("BrokerHeartbeat", version, new BrokerHeartbeatResponseData()
+                .setIsCaughtUp(r.isCaughtUp()).setIsFenced(r.isFenced()).setShouldShutDown(r.shouldShutDown()),
+                kafkaVersion));
+    }
+
+    private CompletableFuture<JsonNode> alterPartition(JsonNode body, int version) {
+        ObjectNode kafka = body.deepCopy();
+        Neutral.mapTopicIds(kafka, this::toKafkaId);
+        for (JsonNode topic : kafka.get("Topics")) {
+            for (JsonNode partition : topic.get("Partitions")) {
+                ((ObjectNode) partition).put("LeaderRecoveryState", (byte) 0);
+            }
+        }
+        short kafkaVersion = 2;
+        AlterPartitionRequestData request = (AlterPartitionRequestData)
+            Neutral.readRequest("AlterPartitionRequestData", kafka, kafkaVersion);
+        return controller.alterPartition(context(ApiKeys.ALTER_PARTITION, kafkaVersion), request)
+            .thenApply(r -> traceIds(neutral.reply("AlterIsr", version, r, kafkaVersion)));
+    }
+
+    private CompletableFuture<JsonNode> createTopics(JsonNode body, int version) {
+        ObjectNode kafka = body.deepCopy();
+        Set<String> names = new HashSet<>();
+        for (JsonNode topic : kafka.get("Topics")) {
+            names.add(topic.get("Name").asText());
+            createdNameToTraceId.put(topic.get("Name").asText(), topic.get("TopicId").asText());
+            ((ObjectNode) topic).remove("TopicId");
+            ((ObjectNode) topic).putArray("Configs");
+        }
+        kafka.put("TimeoutMs", 30000);
+        kafka.put("ValidateOnly", false);
+        short kafkaVersion = 7;
+        CreateTopicsRequestData request = (CreateTopicsRequestData)
+            Neutral.readRequest("CreateTopicsRequestData", kafka, kafkaVersion);
+        return controller.createTopics(context(ApiKeys.CREATE_TOPICS, kafkaVersion), request, names, false)
+            .thenApply(r -> traceIds(neutral.reply("CreateTopics", version, r, kafkaVersion)));
+    }
+
+    /**
+     * As Kafka's ControllerApis does: names are resolved against the committed state first, then
+     * the topics found are deleted; each name gets its own result.
+     */
+    private CompletableFuture<JsonNode> deleteTopics(JsonNode body, int version) throws Exception {
+        List<String> names = new ArrayList<>();
+        body.get("TopicNames").forEach(n -> names.add(n.asText()));
+        ControllerRequestContext context = context(ApiKeys.DELETE_TOPICS, 6);
+        Map<String, ResultOrError<Uuid>> ids = controller.findTopicIds(context, names).get(30, TimeUnit.SECONDS);
+        Map<Uuid, String> found = new HashMap<>();
+        ids.forEach((name, id) -> {
+            if (!id.isError()) {
+                found.put(id.result(), name);
+            }
+        });
+        return controller.deleteTopics(context, found.keySet()).thenApply(errors -> {
+            DeleteTopicsResponseData response = new DeleteTopicsResponseData();
+            Set<String> seen = new HashSet<>();
+            for (String name : names) {
+                ResultOrError<Uuid> id = ids.get(name);
+                DeleteTopicsResponseData.DeletableTopicResult result =
+                    new DeleteTopicsResponseData.DeletableTopicResult().setName(name);
+                if (!seen.add(name)) {
+                    result.setErrorCode(Errors.INVALID_REQUEST.code());
+                } else if (id == null || id.isError()) {
+                    result.setErrorCode(id == null ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code() : id.error().error().code());
+                } else {
+                    result.setTopicId(id.result()).setErrorCode(errors.get(id.result()).error().code());
+                }
+                response.responses().add(result);
+            }
+            return traceIds(neutral.reply("DeleteTopics", version, response, (short) 6));
+        });
+    }
+
+    private CompletableFuture<JsonNode> alterReassignments(JsonNode body, int version) {
+        ObjectNode kafka = body.deepCopy();
+        kafka.put("TimeoutMs", 30000);
+        short kafkaVersion = 0;
+        AlterPartitionReassignmentsRequestData request = (AlterPartitionReassignmentsRequestData)
+            Neutral.readRequest("AlterPartitionReassignmentsRequestData", kafka, kafkaVersion);
+        return controller.alterPartitionReassignments(context(ApiKeys.ALTER_PARTITION_REASSIGNMENTS, kafkaVersion), request)
+            .thenApply(r -> neutral.reply("AlterPartitionReassignments", version, r, kafkaVersion));
+    }
+
+    private CompletableFuture<JsonNode> listReassignments(JsonNode body, int version) {
+        ObjectNode kafka = body.deepCopy();
+        kafka.put("TimeoutMs", 30000);
+        short kafkaVersion = 0;
+        ListPartitionReassignmentsRequestData request = (ListPartitionReassignmentsRequestData)
+            Neutral.readRequest("ListPartitionReassignmentsRequestData", kafka, kafkaVersion);
+        return controller.listPartitionReassignments(context(ApiKeys.LIST_PARTITION_REASSIGNMENTS, kafkaVersion), request)
+            .thenApply(r -> neutral.reply("ListPartitionReassignments", version, r, kafkaVersion));
+    }
+
+    // ---- failover, replies, waiting ----
+
+    /**
+     * LOG-10: leadership moves to another node, which makes this controller renounce (it fails
+     * what waits for commit with NOT_CONTROLLER and reverts to the committed state); the
+     * uncommitted tail is then cut from the log, and leadership comes back to this node at a
+     * newer epoch, as if a standby with the same committed state had taken over.
+     */
+    private void failover() throws Exception {
+        raft.elect(MemoryRaft.OTHER);
+        awaitIdle();
+        raft.truncateUncommitted();
+        raft.elect(MemoryRaft.SELF);
+        awaitIdle();
+        requireActive();
+    }
+
+    private ArrayNode releasedReplies() {
+        ArrayNode replies = Neutral.JSON.arrayNode();
+        Iterator<Pending> it = pending.iterator();
+        while (it.hasNext()) {
+            Pending p = it.next();
+            if (p.reply().isDone()) {
+                ObjectNode reply = replies.addObject();
+                reply.put("seq", p.seq());
+                reply.put("api", p.api());
+                reply.put("version", p.version());
+                reply.set("body", p.reply().join());
+                it.remove();
+            }
+        }
+        return replies;
+    }
+
+    /** Waits until every event queued so far, and whatever they queued, has run. */
+    private void awaitQuiet() throws Exception {
+        for (int round = 0; round < 10_000; round++) {
+            long before = raft.logEndOffset();
+            awaitIdle();
+            if (raft.logEndOffset() == before) {
+                awaitIdle();
+                if (raft.logEndOffset() == before) {
+                    return;
+                }
+            }
+        }
+        throw new IllegalStateException("Kafka's controller kept appending records without end");
+    }
+
+    /** A read event completes only after every event queued before it. */
+    private void awaitIdle() throws Exception {
+        try {
+            controller.findAllTopicIds(context(ApiKeys.METADATA, 0)).get(30, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("Kafka's controller did not become idle within 30 s", e);
+        }
+    }
+
+    private void requireActive() {
+        if (controller.curClaimEpoch() < 0 || raft.resignRequested()) {
+            throw new IllegalStateException("Kafka's controller did not become active"
+                + (faults.isEmpty() ? "" : ": " + String.join("; ", faults)));
+        }
+    }
+
+    // ---- translation helpers ----
+
+    private JsonNode errorBody(String api, int version, JsonNode request, short code) {
+        ObjectNode body = Neutral.JSON.objectNode();
+        body.put("ThrottleTimeMs", 0);
+        switch (api) {
+            case "BrokerRegistration" -> body.put("ErrorCode", code).put("BrokerEpoch", -1L);
+            case "BrokerHeartbeat" -> {
+                body.put("ErrorCode", code).put("IsCaughtUp", false).put("IsFenced", true).put("ShouldShutDown", false);
+                if (version >= 1) {
+                    body.put("LowestAcknowledgedOffset", -1L);
+                }
+            }
+            case "AlterIsr" -> body.put("ErrorCode", code).putArray("Topics");
+            case "CreateTopics" -> {
+                ArrayNode topics = body.putArray("Topics");
+                for (JsonNode t : request.path("Topics")) {
+                    topics.addObject().put("Name", t.path("Name").asText())
+                        .put("TopicId", Uuid.ZERO_UUID.toString()).put("ErrorCode", code);
+                }
+            }
+            case "DeleteTopics" -> {
+                ArrayNode responses = body.putArray("Responses");
+                for (JsonNode n : request.path("TopicNames")) {
+                    responses.addObject().put("Name", n.asText()).put("TopicId", Uuid.ZERO_UUID.toString())
+                        .put("ErrorCode", code);
+                }
+            }
+            case "AlterPartitionReassignments" -> body.put("ErrorCode", code).putArray("Responses");
+            case "ListPartitionReassignments" -> body.put("ErrorCode", code).putArray("Topics");
+            default -> body.put("ErrorCode", code);
+        }
+        return body;
+    }
+
+    private static boolean supportedVersion(String api, int version) {
+        return version == 0 || (api.equals("BrokerHeartbeat") && version == 1);
+    }
+
+    private void learnTopicId(ObjectNode record) {
+        if (record.get("type").asText().equals("TopicRecord")) {
+            JsonNode data = record.get("data");
+            String traceId = createdNameToTraceId.get(data.get("Name").asText());
+            if (traceId != null) {
+                kafkaToTraceId.put(data.get("TopicId").asText(), traceId);
+                traceToKafkaId.put(traceId, data.get("TopicId").asText());
+            }
+        }
+    }
+
+    private JsonNode traceIds(JsonNode node) {
+        Neutral.mapTopicIds(node, this::toTraceId);
+        return node;
+    }
+
+    private String toTraceId(String kafkaId) {
+        return kafkaToTraceId.getOrDefault(kafkaId, kafkaId);
+    }
+
+    private String toKafkaId(String traceId) {
+        return traceToKafkaId.getOrDefault(traceId, traceId);
+    }
+
+    private static ControllerRequestContext context(ApiKeys key, int version) {
+        return new ControllerRequestContext(new RequestHeaderData().setRequestApiKey(key.id)
+            .setRequestApiVersion((short) version), KafkaPrincipal.ANONYMOUS, OptionalLong.empty());
+    }
+
+    private static int[] featureRange(JsonNode features, String name) {
+        for (JsonNode f : features) {
+            if (f.get(0).asText().equals(name)) {
+                return new int[] {f.get(1).asInt(), f.get(2).asInt()};
+            }
+        }
+        return new int[] {0, 0};
+    }
+
+    static Throwable unwrap(Throwable e) {
+        while ((e instanceof CompletionException || e instanceof ExecutionException) && e.getCause() != null) {
+            e = e.getCause();
+        }
+        return e;
+    }
+
+    @Override
+    public void close() throws Exception {
+        controller.beginShutdown();
+        controller.close();
+    }
+}
