@@ -72,12 +72,18 @@ def adapter_from_spec(spec: str):
         return ModelAdapter()
     if spec == "impl":
         return ImplAdapter()
+    if spec == "kafka" or spec.startswith("kafka:"):
+        from kraftspec.conformance import kafka  # builds Apache Kafka's adapter with Maven on first use
+
+        adapter = SubprocessAdapter(kafka.command(spec))
+        adapter.spec = spec
+        return adapter
     if spec.startswith(SPEC_PREFIX):
         command = spec[len(SPEC_PREFIX):].strip()
         if not command:
             raise ValueError(f"adapter {spec!r} names no command; expected subprocess:<shell command>")
         return SubprocessAdapter(command)
-    raise ValueError(f"unknown adapter {spec!r}; expected model, impl or subprocess:<shell command>")
+    raise ValueError(f"unknown adapter {spec!r}; expected model, impl, kafka[:VERSION] or subprocess:<shell command>")
 
 
 _NOT_JSON = object()
