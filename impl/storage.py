@@ -56,22 +56,45 @@ class CorruptBatchError(StorageError):
 
 
 class CommittedDataLoss(StorageError):
-    """Recovery would leave the log ending before its committed offset: records that were
-    declared committed are gone (the disk corrupted or lost synced data). Raised at open,
-    before anything on disk is changed, unless the log is opened with ``accept_data_loss``."""
+    """Recovery would leave the log ending before records that were (or, with the committed
+    offset unknown, may have been) committed: the disk corrupted or lost synced data, or a file
+    was removed. Raised at open, before anything on disk is changed, unless the log is opened
+    with ``quarantine_and_continue``. ``committed_offset`` is None when it is unknown."""
 
-    def __init__(self, path: Path, committed_offset: int, end_offset: int, cut: RecoveryReport | None) -> None:
-        how = f"recovery must cut the log ({cut})" if cut is not None else "the segments end there"
+    def __init__(self, path: Path, committed_offset: int | None, end_offset: int, cut: RecoveryReport | None, why: str) -> None:
+        if committed_offset is None:
+            what = (
+                f"POSSIBLE DATA LOSS: the committed offset is unknown ({COMMITTED_OFFSET_FILE} is missing) and the "
+                f"log can only be recovered up to offset {end_offset}, because {why}; the records after it may "
+                "have been committed."
+            )
+        else:
+            what = (
+                f"DATA LOSS: the committed offset is {committed_offset} but the log can only be recovered up to "
+                f"offset {end_offset}, because {why}; committed records {end_offset} to {committed_offset - 1} "
+                "cannot be recovered from this directory."
+            )
         super().__init__(
             path,
-            f"DATA LOSS: the committed offset is {committed_offset} but the log can only be recovered up to "
-            f"offset {end_offset}, because {how}; committed records {end_offset} to {committed_offset - 1} are "
-            "lost. Nothing was changed on disk. Restore the directory from a replica, or open the log with "
-            "accept_data_loss=True to cut it and continue without those records.",
+            f"{what} Nothing was changed on disk. Restore the directory from another controller, or open it "
+            f"with quarantine_and_continue=True to move the unrecoverable files and bytes into "
+            f"{Path(path) / QUARANTINE_DIR}/ and continue without those records.",
         )
         self.committed_offset = committed_offset
         self.end_offset = end_offset
         self.cut = cut
+
+
+class CommittedOffsetUnknown(StorageError):
+    """The committed offset file is missing from a log that holds records: which of them were
+    committed is unknown. Raised at open, before anything on disk is changed, unless the log is
+    opened with ``committed_offset_missing="keep"``."""
+
+
+class SegmentsOverlap(StorageError):
+    """Two segment files hold the same offsets: one of them does not belong to the log. Raised at
+    open, before anything on disk is changed, unless the log is opened with
+    ``quarantine_and_continue``."""
 
 
 # ---- the batch format (log segments and snapshot files) -----------------------------
@@ -222,11 +245,17 @@ def _read_batch(
 
 
 def _prepare_directory(directory: Path, what: str) -> Path:
-    """``directory``, created if missing; a clear error if it cannot be or is not writable."""
+    """``directory``, created if missing (durably: the parent of every directory created is
+    fsynced); a clear error if it cannot be or is not writable."""
+    created = [d for d in (directory, *directory.parents) if not d.exists()]
     try:
         directory.mkdir(parents=True, exist_ok=True)
+        for made in reversed(created):
+            _fsync_directory(made.parent)
     except FileExistsError:
         raise StorageError(directory, f"the {what} directory is a file, not a directory") from None
+    except NotADirectoryError:
+        raise StorageError(directory, f"a part of the {what} directory's path is a file, not a directory") from None
     except OSError as error:
         raise StorageError(directory, f"cannot create the {what} directory: {error.strerror}") from error
     if not os.access(directory, os.W_OK | os.X_OK):
@@ -250,17 +279,22 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _write_new_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (created or emptied) and fsync it; the caller fsyncs the directory."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves the old or the new content: write a
     temporary file, fsync it, rename it over ``path``, fsync the directory."""
     temp = path.with_name(path.name + ".tmp")
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_new_file(temp, data)
         os.replace(temp, path)
         _fsync_directory(path.parent)
     except OSError as error:
@@ -280,11 +314,15 @@ def _remove_quietly(path: Path) -> None:
 SEGMENT_SUFFIX = ".log"
 COMMITTED_OFFSET_FILE = "committed-offset"
 LOCK_FILE = ".lock"
+QUARANTINE_DIR = "quarantine"
+QUARANTINE_NOTE = "REASON.txt"
 DEFAULT_SEGMENT_BYTES = 8 * 1024 * 1024
 _SEGMENT_NAME = re.compile(r"(\d{20})\.log")
-COMMITTED_MAGIC = b"KSC1"
-COMMITTED_FORMAT = struct.Struct(">4sIq")
-"""The committed offset file: magic, CRC-32 of the offset's 8 bytes, the offset (int64)."""
+COMMITTED_MAGIC = b"KSC2"
+COMMITTED_FORMAT = struct.Struct(">4sIqq")
+"""The committed offset file: magic, CRC-32 of the next 16 bytes, the committed offset and the
+log start offset (int64 each)."""
+MISSING_CHOICES = ("refuse", "keep")
 
 
 def segment_name(base_offset: int) -> str:
@@ -295,21 +333,38 @@ def segment_name(base_offset: int) -> str:
 @frozen
 class RecoveryReport:
     """What recovery at open cut: the first dropped batch's segment, offset and byte position,
-    why it was invalid, how many bytes were dropped in all, and the later segments deleted."""
+    why it was invalid, how many bytes were dropped from the log in all, and the later segment
+    files dropped with it (deleted when they held only uncommitted records, else moved into
+    quarantine: see :attr:`DiskLog.quarantined`)."""
 
     path: Path
     offset: int
     position: int
     reason: str
     bytes_dropped: int
-    deleted_segments: tuple[Path, ...] = ()
+    dropped_segments: tuple[Path, ...] = ()
 
     def __str__(self) -> str:
-        later = f" and {len(self.deleted_segments)} later segment(s)" if self.deleted_segments else ""
+        later = f" and {len(self.dropped_segments)} later segment(s)" if self.dropped_segments else ""
         return (
             f"{self.path}: cut at byte {self.position} (offset {self.offset}): {self.reason}; "
             f"dropped {self.bytes_dropped} bytes{later}"
         )
+
+
+@frozen
+class QuarantineReport:
+    """Files and bytes the log set aside instead of deleting them: the quarantine folder, what it
+    now holds (each a segment file moved there, or ``<segment>.from-byte-<P>``: the bytes cut
+    from a segment at byte P), and why."""
+
+    folder: Path
+    files: tuple[Path, ...]
+    reason: str
+
+    def __str__(self) -> str:
+        names = ", ".join(p.name for p in self.files)
+        return f"moved into {self.folder}: {names} ({self.reason})"
 
 
 class _Segment:
@@ -338,11 +393,16 @@ class _Cut:
 
 class DiskLog:
     """The metadata log in a directory (``metadata.log.dir``): batches of frames with
-    consecutive offsets (LOG-4), in append-only segment files, plus the committed offset (LOG-6).
+    consecutive offsets (LOG-4), in append-only segment files, plus the committed offset (LOG-6)
+    and the log start offset in the committed offset file.
 
     Opening the log recovers it: every batch is validated and the log is cut at the first torn
-    or corrupt one (see :attr:`recovery`). If that would lose a committed record, opening raises
-    :class:`CommittedDataLoss` and changes nothing, unless ``accept_data_loss`` is true.
+    or corrupt one or at a gap between segments (see :attr:`recovery`). Opening never deletes a
+    byte that may hold a committed record: if a cut would lose one, or the committed offset file
+    is missing, or two segments overlap, opening raises and changes nothing, unless the caller
+    chose otherwise (``quarantine_and_continue``: move what cannot be recovered into the
+    ``quarantine`` folder and continue without it; ``committed_offset_missing="keep"``: keep
+    every record, counting as committed only the log start).
 
     Durability: :meth:`append` writes to the operating system; :meth:`sync` makes everything
     appended durable. A batch is committed once it is synced *and* the committed offset file
@@ -356,27 +416,35 @@ class DiskLog:
         directory: str | os.PathLike[str],
         *,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-        accept_data_loss: bool = False,
+        quarantine_and_continue: bool = False,
+        committed_offset_missing: str = "refuse",
     ) -> None:
         if segment_bytes < 1:
             raise ValueError(f"segment_bytes must be positive, got {segment_bytes}")
+        if committed_offset_missing not in MISSING_CHOICES:
+            raise ValueError(f"committed_offset_missing is one of {', '.join(MISSING_CHOICES)}, got {committed_offset_missing!r}")
         self.directory = _prepare_directory(Path(directory), "log")
         self._segment_bytes = segment_bytes
         self._segments: list[_Segment] = []
         self._fd: int | None = None
         self._lock_fd: int | None = None
         self._committed = 0
+        self._committed_known = True
+        self._start = 0  # the log start offset, as the committed offset file records it
+        self._state_on_disk = False  # whether the committed offset file exists
         self._synced = 0
-        self._dir_dirty = False
         self._closed = False
         self._broken: str | None = None
         self.recovery: RecoveryReport | None = None
         """What recovery cut at open, or None when every batch on disk was valid."""
         self.committed_loss: range | None = None
-        """Offsets that were committed but lost, accepted with ``accept_data_loss``; else None."""
+        """Offsets that were (or, with the committed offset unknown, may have been) committed and
+        that ``quarantine_and_continue`` gave up; else None."""
+        self.quarantined: list[QuarantineReport] = []
+        """What the log moved into quarantine instead of deleting, at open or since."""
         self._lock_fd = self._lock()
         try:
-            self._recover(accept_data_loss)
+            self._recover(quarantine_and_continue, committed_offset_missing == "keep")
         except BaseException:
             self._close_files()
             raise
@@ -386,12 +454,12 @@ class DiskLog:
     @property
     def start_offset(self) -> int:
         """The offset of the first record on disk (0 until segments are deleted)."""
-        return self._segments[0].base_offset if self._segments else 0
+        return self._segments[0].base_offset if self._segments else self._start
 
     @property
     def end_offset(self) -> int:
         """The log end offset: the offset the next record gets (LOG-4)."""
-        return self._segments[-1].end_offset if self._segments else 0
+        return self._segments[-1].end_offset if self._segments else self._start
 
     @property
     def synced_offset(self) -> int:
@@ -400,8 +468,16 @@ class DiskLog:
 
     @property
     def committed_offset(self) -> int:
-        """The committed offset as the committed offset file holds it (0 when there is none)."""
+        """The committed offset as the committed offset file holds it (0 for a new log). When
+        the file is missing and the log was opened with ``committed_offset_missing="keep"``, the
+        highest offset the log proves committed: its start."""
         return self._committed
+
+    @property
+    def committed_offset_known(self) -> bool:
+        """False while the committed offset file is missing (opened with
+        ``committed_offset_missing="keep"``), until :meth:`write_committed_offset`."""
+        return self._committed_known
 
     @property
     def segment_files(self) -> tuple[Path, ...]:
@@ -437,16 +513,13 @@ class DiskLog:
         active.end_offset += len(batch_frames)
 
     def sync(self) -> None:
-        """Make every appended batch durable: fsync the active segment, and the directory if a
-        segment was created or deleted since the last sync. After a failed fsync the log refuses
-        every further operation (the kernel may have dropped the unwritten pages): reopen it."""
+        """Make every appended batch durable: fsync the active segment (a new segment's directory
+        entry was made durable when it was created). After a failed fsync the log refuses every
+        further operation (the kernel may have dropped the unwritten pages): reopen it."""
         self._check_usable()
         try:
             if self._fd is not None and self._synced < self.end_offset:
                 os.fsync(self._fd)
-            if self._dir_dirty:
-                _fsync_directory(self.directory)
-                self._dir_dirty = False
         except OSError as error:
             self._fail(self._segments[-1].path if self._segments else self.directory, f"fsync failed: {error.strerror}", error)
         self._synced = self.end_offset
@@ -463,12 +536,14 @@ class DiskLog:
                 f"{self.directory}: offset {offset} is past the synced offset {self._synced}: "
                 "sync() before declaring records committed"
             )
-        if offset != self._committed:
-            self._write_committed_file(offset)
+        if offset != self._committed or not self._committed_known:
+            self._write_state(offset, self.start_offset)
+            self._committed_known = True
 
     def truncate(self, end_offset: int) -> None:
         """Drop every batch at or after ``end_offset``, a batch boundary not below the committed
-        offset (LOG-10: failover drops the uncommitted tail). Durable when it returns."""
+        offset (LOG-10: failover drops the uncommitted tail). Durable when it returns. While the
+        committed offset is unknown, what is dropped is moved into quarantine, not deleted."""
         self._check_usable()
         if end_offset == self.end_offset:
             return
@@ -480,26 +555,42 @@ class DiskLog:
             )
         index = self._segment_index(end_offset)
         position = self._position_of(self._segments[index], end_offset)
-        self._cut(_Cut(index, position, end_offset, "truncate"))
+        cut = _Cut(index, position, end_offset, "truncate")
+        if self._committed_known:
+            self._cut(cut)
+        else:
+            why = f"truncated to offset {end_offset} while the committed offset was unknown"
+            self._cut(cut, set_aside=why)
 
     def delete_before(self, offset: int) -> list[Path]:
         """Delete the segments that end at or before ``offset`` (after a snapshot ending there,
-        LOG-11); the last segment is always kept. Returns the deleted files, oldest first."""
+        LOG-11); the last segment is always kept, and so is every segment while the committed
+        offset is unknown. Returns the deleted files, oldest first."""
         self._check_usable()
         if offset > self._committed:
             raise ValueError(
                 f"{self.directory}: cannot delete records before {offset}: only committed records "
                 f"(below {self._committed}) can be covered by a snapshot"
             )
+        if not self._committed_known:
+            return []
+        drop = 0
+        while drop + 1 < len(self._segments) and self._segments[drop + 1].base_offset <= offset:
+            drop += 1
+        if not drop:
+            return []
+        # the new start first: a crash before the deletions leaves extra old segments, never a gap
+        self._write_state(self._committed, self._segments[drop].base_offset)
         deleted: list[Path] = []
         try:
-            while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
-                _remove_quietly(self._segments[0].path)  # oldest first: a crash leaves a contiguous suffix
-                deleted.append(self._segments.pop(0).path)
-            if deleted:
-                _fsync_directory(self.directory)
+            for segment in self._segments[:drop]:  # oldest first: a crash leaves a contiguous suffix
+                _remove_quietly(segment.path)
+                deleted.append(segment.path)
+            _fsync_directory(self.directory)
         except OSError as error:
-            raise StorageError(self.directory, f"cannot delete segments before offset {offset}: {error.strerror}") from error
+            self._fail(self.directory, f"cannot delete segments before offset {offset}: {error.strerror}", error)
+        finally:
+            del self._segments[: len(deleted)]
         return deleted
 
     def close(self) -> None:
@@ -540,21 +631,59 @@ class DiskLog:
 
     # -- recovery ----------------------------------------------------------------------
 
-    def _recover(self, accept_data_loss: bool) -> None:
-        _remove_quietly(self.directory / (COMMITTED_OFFSET_FILE + ".tmp"))
-        self._committed = _read_committed_offset(self.directory / COMMITTED_OFFSET_FILE)
-        self._segments = self._list_segments()
-        cut = self._scan()
+    def _recover(self, quarantine_and_continue: bool, keep_if_missing: bool) -> None:
+        """Validate the directory and decide everything before changing anything; then apply the
+        decision: set strays aside, cut, lower the committed offset if a loss was accepted."""
+        state = _read_state_file(self.directory / COMMITTED_OFFSET_FILE)
+        found = self._list_segments()
+        strays, cut = self._scan(found, None if state is None else state[1])
+        self._state_on_disk = state is not None
+        if state is not None:
+            self._committed, self._start = state
+        elif self._segments:
+            self._committed_known = False
+            self._committed = self._start = self._segments[0].base_offset
+        if not self._committed_known and not keep_if_missing:
+            raise CommittedOffsetUnknown(
+                self.directory / COMMITTED_OFFSET_FILE,
+                f"the committed offset file is missing, but the log holds offsets {self.start_offset} to "
+                f"{self._disk_end(found) - 1} in {len(found)} segment file(s) ({found[0].path.name} to "
+                f"{found[-1].path.name}): which of them were committed is unknown, so the log was not opened "
+                "and nothing was changed. Restore the file from a backup, or open with "
+                "committed_offset_missing='keep' to keep every record, counting as committed only what the "
+                "directory proves (the log start; for a controller, also its newest valid snapshot) and the "
+                "rest as uncommitted until the next commit",
+            )
+        overlapping = [(segment, why) for segment, why in strays if segment.path.stat().st_size > 0]
+        if overlapping and not quarantine_and_continue:
+            segment, why = overlapping[0]
+            raise SegmentsOverlap(
+                segment.path,
+                f"{why}. Nothing was changed on disk. Move the file that does not belong out of the "
+                f"directory, or open with quarantine_and_continue=True to move {segment.path.name} into "
+                f"{self.directory / QUARANTINE_DIR}/",
+            )
         report = self._report(cut) if cut is not None else None
         end = cut.offset if cut is not None else self.end_offset
-        if self._committed > end and not accept_data_loss:
-            raise CommittedDataLoss(self.directory, self._committed, end, report)
+        may_be_committed = self._disk_end(found) if not self._committed_known else self._committed
+        loses = end < may_be_committed and (cut is not None or self._committed_known)
+        if loses and not quarantine_and_continue:
+            why = str(report) if report is not None else f"the segments end there ({found[-1].path.name if found else 'no segment files'})"
+            raise CommittedDataLoss(self.directory, self._committed if self._committed_known else None, end, report, why)
+        _remove_quietly(self.directory / (COMMITTED_OFFSET_FILE + ".tmp"))
+        aside = [segment.path for segment, _ in strays]
+        reasons = [why for _, why in strays]
         if cut is not None:
-            self._cut(cut)
+            if loses:
+                reasons.append(f"recovery cut the log at offset {end} ({report})")
+            self._cut(cut, set_aside="; ".join(reasons) if loses or aside else None, strays=aside, delete_dropped=not loses)
+        elif aside:
+            self._set_aside("; ".join(reasons), aside)
         self.recovery = report
-        if self._committed > self.end_offset:
-            self.committed_loss = range(self.end_offset, self._committed)
-            self._write_committed_file(self.end_offset)  # accepted: the committed offset follows the log
+        if loses:
+            self.committed_loss = range(end, may_be_committed)
+            if self._committed_known and self._committed > self.end_offset:
+                self._write_state(self.end_offset, self.start_offset)  # accepted: the committed offset follows the log
         self._open_active()
         try:  # what survived a crash may still be only in the page cache: make it durable now
             if self._fd is not None:
@@ -572,48 +701,96 @@ class DiskLog:
                 segments.append(_Segment(int(match.group(1)), Path(entry.path)))
         return sorted(segments, key=lambda s: s.base_offset)
 
-    def _scan(self) -> _Cut | None:
-        """Validate every batch in order and fill in each segment's end offset and size; return
-        where the log must be cut, or None if every batch is valid."""
-        expected = self.start_offset
-        for index, segment in enumerate(self._segments):
-            if segment.base_offset != expected:
-                reason = f"corrupt: the segment starts at offset {segment.base_offset} but the log before it ends at {expected}"
-                return _Cut(index, 0, expected, reason, whole_segment=True)
+    def _disk_end(self, found: list[_Segment]) -> int:
+        """The highest offset any segment file's name claims, or the log end if greater: what the
+        directory may hold, for the messages and for a committed offset that is unknown."""
+        return max([self.end_offset] + [s.end_offset for s in found])
+
+    def _scan(self, found: list[_Segment], recorded_start: int | None) -> tuple[list[tuple[_Segment, str]], _Cut | None]:
+        """Walk the segment files in order of base offset, validating every batch, and set
+        :attr:`_segments` to the log's chain of segments. Returns the strays (files that do not
+        belong to the chain: empty ones, and ones overlapping the chain, each with why) and where
+        the log must be cut, or None. Changes nothing on disk."""
+        chain: list[_Segment] = []
+        strays: list[tuple[_Segment, str]] = []
+        expected = recorded_start
+        for index, segment in enumerate(found):
+            try:
+                size = segment.path.stat().st_size
+            except OSError as error:
+                raise StorageError(segment.path, f"cannot read the segment: {error.strerror}") from error
+            last = index == len(found) - 1
+            if expected is None or (not chain and segment.base_offset <= expected and size > 0):
+                expected = segment.base_offset  # the first segment; older ones than the recorded start are kept
+            if size == 0 and (not last or segment.base_offset != expected):
+                strays.append((segment, f"{segment.path.name} is empty and not where the log continues (offset {expected})"))
+                continue
+            if segment.base_offset < expected:
+                holder = chain[-1].path.name if chain else COMMITTED_OFFSET_FILE
+                strays.append((
+                    segment,
+                    f"{segment.path.name} starts at offset {segment.base_offset}, but {holder} already holds the log "
+                    f"up to offset {expected}: two segment files hold the same offsets",
+                ))
+                continue
+            self._segments = chain + found[index:]
+            if segment.base_offset > expected:
+                before = f"{chain[-1].path.name} (which ends at offset {expected})" if chain else (
+                    f"the log start (offset {expected}, recorded in {COMMITTED_OFFSET_FILE})"
+                )
+                reason = (
+                    f"offsets {expected} to {segment.base_offset - 1} are missing: no segment file holds them, "
+                    f"between {before} and {segment.path.name}"
+                )
+                return strays, _Cut(len(chain), 0, expected, reason, whole_segment=True)
             position = 0
             try:
                 with open(segment.path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
                     while (batch := _read_batch(f, position, size, expected, keep=False)) is not None:
                         count, _, batch_size = batch
                         expected += count
                         position += batch_size
             except _BadBatch as bad:
                 segment.end_offset, segment.size = expected, position
-                return _Cut(index, position, expected, bad.reason)
+                return strays, _Cut(len(chain), position, expected, bad.reason)
             except OSError as error:
                 raise StorageError(segment.path, f"cannot read the segment: {error.strerror}") from error
             segment.end_offset, segment.size = expected, position
-        return None
+            chain.append(segment)
+        self._segments = chain
+        return strays, None
 
     def _report(self, cut: _Cut) -> RecoveryReport:
         segment = self._segments[cut.index]
         later = self._segments[cut.index + 1 :]
         dropped = segment.path.stat().st_size - cut.position + sum(s.path.stat().st_size for s in later)
-        deleted = ([segment] if cut.whole_segment else []) + later
-        return RecoveryReport(segment.path, cut.offset, cut.position, cut.reason, dropped, tuple(s.path for s in deleted))
+        dropped_files = ([segment] if cut.whole_segment else []) + later
+        return RecoveryReport(segment.path, cut.offset, cut.position, cut.reason, dropped, tuple(s.path for s in dropped_files))
 
     # -- internals ---------------------------------------------------------------------
 
-    def _cut(self, cut: _Cut) -> None:
-        """Drop everything from ``cut`` on, durably: later segments newest first (so a crash
-        leaves a contiguous prefix), then the tail of the cut segment."""
+    def _cut(self, cut: _Cut, set_aside: str | None = None, strays: list[Path] | None = None, delete_dropped: bool | None = None) -> None:
+        """Drop everything from ``cut`` on, durably. With ``set_aside`` (the reason), the bytes
+        cut from the segment and the later segment files are moved into a quarantine folder
+        first (and ``strays`` with them); otherwise later segments are deleted newest first (so
+        a crash leaves a contiguous prefix). ``delete_dropped`` false keeps the dropped bytes
+        even without a reason of their own (only strays to set aside)."""
         self._close_active()
         keep = cut.index if cut.whole_segment else cut.index + 1
-        for segment in reversed(self._segments[keep:]):
-            _remove_quietly(segment.path)
-        del self._segments[keep:]
+        dropped = self._segments[keep:]
+        if delete_dropped is None:
+            delete_dropped = set_aside is None
         try:
+            if set_aside is not None:
+                tail = None
+                if not delete_dropped and not cut.whole_segment:
+                    tail = (self._segments[cut.index].path, cut.position)
+                moved = [] if delete_dropped else [s.path for s in dropped]
+                self._set_aside(set_aside, (strays or []) + moved, tail)
+            if delete_dropped:
+                for segment in reversed(dropped):
+                    _remove_quietly(segment.path)
+            del self._segments[keep:]
             _fsync_directory(self.directory)
             if not cut.whole_segment:
                 segment = self._segments[cut.index]
@@ -626,9 +803,43 @@ class DiskLog:
                 segment.size, segment.end_offset = cut.position, cut.offset
         except OSError as error:
             self._fail(self.directory, f"cannot cut the log at offset {cut.offset}: {error.strerror}", error)
-        self._dir_dirty = False
         self._synced = self.end_offset  # earlier segments were fsynced when rolled, this one just now
         self._open_active()
+
+    def _set_aside(self, reason: str, paths: list[Path], tail: tuple[Path, int] | None = None) -> QuarantineReport:
+        """Move ``paths`` (and copy the bytes of ``tail``'s segment from its byte position on)
+        into a new numbered folder under ``quarantine/``, durably, with a note saying why."""
+        root = self.directory / QUARANTINE_DIR
+        try:
+            if not root.is_dir():
+                root.mkdir()
+                _fsync_directory(self.directory)
+            taken = [int(p.name) for p in root.iterdir() if p.name.isdigit()]
+            folder = root / f"{max(taken, default=0) + 1:04d}"
+            folder.mkdir()
+            _fsync_directory(root)
+            placed: list[Path] = []
+            if tail is not None:
+                source, position = tail
+                with open(source, "rb") as f:
+                    f.seek(position)
+                    data = f.read()
+                copy = folder / f"{source.name}.from-byte-{position}"
+                _write_new_file(copy, data)
+                placed.append(copy)
+            for path in paths:
+                os.rename(path, folder / path.name)
+                placed.append(folder / path.name)
+            lines = [f"Set aside by the metadata log in {self.directory}.", f"Why: {reason}.", "Files:"]
+            lines += [f"  {p.name}" for p in placed]
+            _write_new_file(folder / QUARANTINE_NOTE, ("\n".join(lines) + "\n").encode())
+            _fsync_directory(folder)
+            _fsync_directory(self.directory)
+        except OSError as error:
+            self._fail(root, f"cannot move files into quarantine: {error.strerror}", error)
+        report = QuarantineReport(folder, tuple(placed), reason)
+        self.quarantined.append(report)
+        return report
 
     def _segment_index(self, offset: int) -> int:
         """The index of the segment holding ``offset`` (the last one starting at or before it)."""
@@ -652,20 +863,27 @@ class DiskLog:
 
     def _roll(self, base_offset: int) -> None:
         """Start a new segment at ``base_offset``. The one it replaces is fsynced first, so that
-        only the last segment can ever hold unsynced bytes."""
+        only the last segment can ever hold unsynced bytes; the new one's directory entry is
+        fsynced at once. Before the first segment, the committed offset file is written, so that
+        a log with segments and no such file is known to have lost it."""
         if self._fd is not None:
             try:
                 os.fsync(self._fd)
             except OSError as error:
                 self._fail(self._segments[-1].path, f"fsync failed: {error.strerror}", error)
             self._close_active()
+        if not self._segments and not self._state_on_disk:
+            self._write_state(self._committed, base_offset)
         path = self.directory / segment_name(base_offset)
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         except OSError as error:
             raise StorageError(path, f"cannot create the segment: {error.strerror}") from error
         self._segments.append(_Segment(base_offset, path))
-        self._dir_dirty = True
+        try:
+            _fsync_directory(self.directory)
+        except OSError as error:
+            self._fail(self.directory, f"fsync failed: {error.strerror}", error)
 
     def _open_active(self) -> None:
         self._close_active()
@@ -681,10 +899,12 @@ class DiskLog:
             os.close(self._fd)
             self._fd = None
 
-    def _write_committed_file(self, offset: int) -> None:
-        data = COMMITTED_FORMAT.pack(COMMITTED_MAGIC, zlib.crc32(offset.to_bytes(8, "big")), offset)
+    def _write_state(self, committed: int, start: int) -> None:
+        """Write the committed offset file (the committed offset and the log start), atomically."""
+        covered = committed.to_bytes(8, "big") + start.to_bytes(8, "big")
+        data = COMMITTED_FORMAT.pack(COMMITTED_MAGIC, zlib.crc32(covered), committed, start)
         _write_atomically(self.directory / COMMITTED_OFFSET_FILE, data)
-        self._committed = offset
+        self._committed, self._start, self._state_on_disk = committed, start, True
 
     def _lock(self) -> int:
         path = self.directory / LOCK_FILE
@@ -747,20 +967,22 @@ def _read_segments(segments: list[tuple[Path, int, int]], start: int, stop: int)
             return
 
 
-def _read_committed_offset(path: Path) -> int:
-    """The committed offset file's offset; 0 when the file does not exist."""
+def _read_state_file(path: Path) -> tuple[int, int] | None:
+    """The committed offset file's committed offset and log start offset; None when the file
+    does not exist."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return 0
+        return None
     except OSError as error:
         raise StorageError(path, f"cannot read the committed offset: {error.strerror}") from error
     if len(data) != COMMITTED_FORMAT.size:
         raise StorageError(path, f"corrupt committed offset file: {len(data)} bytes, expected {COMMITTED_FORMAT.size}")
-    magic, crc, offset = COMMITTED_FORMAT.unpack(data)
-    if magic != COMMITTED_MAGIC or zlib.crc32(data[8:]) != crc or offset < 0:
-        raise StorageError(path, "corrupt committed offset file: bad magic, CRC or offset")
-    return offset
+    magic, crc, committed, start = COMMITTED_FORMAT.unpack(data)
+    if magic != COMMITTED_MAGIC or zlib.crc32(data[8:]) != crc or not 0 <= start <= committed:
+        raise StorageError(path, "corrupt committed offset file: bad magic, CRC or offsets")
+    return committed, start
+
 
 
 # ---- snapshots -----------------------------------------------------------------------

@@ -18,6 +18,8 @@ from kraftspec.impl import storage
 from kraftspec.impl.storage import (
     BATCH_HEADER,
     CommittedDataLoss,
+    CommittedOffsetUnknown,
+    SegmentsOverlap,
     CorruptBatchError,
     DiskLog,
     LogBatch,
@@ -72,6 +74,27 @@ def batch_positions(segment: Path) -> list[int]:
 
 def segments_of(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.log"))
+
+
+def files_of(directory: Path) -> dict[str, bytes]:
+    """Every file under ``directory`` (but the lock) by relative name, with its bytes."""
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+def segment_bytes_of(files: dict[str, bytes]) -> dict[str, bytes]:
+    return {name: data for name, data in files.items() if name.endswith(".log")}
+
+
+def reassembled(directory: Path, before: dict[str, bytes]) -> dict[str, bytes]:
+    """Each segment file of ``before`` put together again from what is left of it in
+    ``directory`` and what quarantine holds of it (a moved file, or bytes cut from byte P on)."""
+    out = {}
+    for name in segment_bytes_of(before):
+        data = (directory / name).read_bytes() if (directory / name).exists() else b""
+        for piece in sorted((directory / "quarantine").glob(f"*/{name}*")):
+            data += piece.read_bytes()
+        out[name] = data
+    return out
 
 
 # ---- append, read, roll, reopen -----------------------------------------------------------
@@ -211,20 +234,48 @@ def test_delete_before_refuses_uncommitted_records(tmp_path):
 # ---- the committed offset -------------------------------------------------------------------
 
 
-def test_the_committed_offset_survives_reopening_and_a_missing_file_means_zero(tmp_path):
-    """LOG-6."""
+def test_the_committed_offset_survives_reopening_and_is_zero_for_a_new_log(tmp_path):
+    """LOG-6. The file is written before the first segment, so a log never has segments
+    without it."""
     with DiskLog(tmp_path) as log:
-        assert log.committed_offset == 0
+        assert log.committed_offset == 0 and log.committed_offset_known
+        assert not (tmp_path / "committed-offset").exists()  # opening an empty directory writes nothing
         log.append(0, [b"a"])
+        assert (tmp_path / "committed-offset").exists()
         log.append(1, [b"b", b"c"])
         log.sync()
         log.write_committed_offset(3)
-    assert (tmp_path / "committed-offset").exists()
     with DiskLog(tmp_path) as log:
         assert log.committed_offset == 3
+
+
+def test_a_missing_committed_offset_file_is_refused_and_changes_nothing(tmp_path):
+    """The open neither guesses 0 (which would make every record uncommitted, and a failover
+    would delete them) nor guesses the log end: it names the file and the choices."""
+    written = build_log(tmp_path, [2, 3, 1, 4], segment_bytes=150, committed=6)
     (tmp_path / "committed-offset").unlink()
+    before = files_of(tmp_path)
+    with pytest.raises(CommittedOffsetUnknown) as raised:
+        DiskLog(tmp_path)
+    message = str(raised.value)
+    assert str(tmp_path / "committed-offset") in message and "offsets 0 to 9" in message
+    assert "committed_offset_missing='keep'" in message and "Nothing was changed" in message.replace("nothing", "Nothing")
+    assert files_of(tmp_path) == before
+    with DiskLog(tmp_path, committed_offset_missing="keep") as log:  # every record kept, only the start proven
+        assert read_all(log) == written and log.recovery is None
+        assert not log.committed_offset_known and log.committed_offset == 0
+        log.truncate(5)  # a failover now: what it drops may have been committed, so it is set aside
+        [aside] = log.quarantined
+        assert aside.folder == tmp_path / "quarantine" / "0001" and "unknown" in aside.reason
+        assert log.delete_before(0) == []
+    assert (tmp_path / "quarantine" / "0001" / "REASON.txt").exists()
+    assert reassembled(tmp_path, before) == segment_bytes_of(before)  # not a byte deleted
+    with pytest.raises(CommittedOffsetUnknown):  # still unknown: nothing made it up
+        DiskLog(tmp_path)
+    with DiskLog(tmp_path, committed_offset_missing="keep") as log:
+        log.write_committed_offset(5)  # the quorum says so
     with DiskLog(tmp_path) as log:
-        assert log.committed_offset == 0
+        assert log.committed_offset_known and log.committed_offset == 5 and read_all(log) == written[:2]
 
 
 def test_a_batch_is_committed_only_once_synced_and_the_offset_never_decreases(tmp_path):
@@ -345,7 +396,7 @@ def test_corruption_in_a_middle_segment_drops_that_batch_and_every_later_segment
         assert report is not None
         assert report.path == middle and report.position == positions[1] and report.offset == first_lost
         assert "CRC mismatch" in report.reason and report.bytes_dropped == dropped
-        assert report.deleted_segments == tuple(segments[index + 1 :])
+        assert report.dropped_segments == tuple(segments[index + 1 :])
         assert str(middle) in str(report) and "CRC mismatch" in str(report)
         assert segments_of(tmp_path / "log") == segments[: index + 1]
         assert read_all(log) == [b for b in written if b.base_offset < first_lost]
@@ -373,15 +424,16 @@ def test_an_empty_last_segment_left_by_a_crash_during_a_roll_is_valid(tmp_path):
         assert read_all(log)[-1] == LogBatch(6, [b"x"])
 
 
-def test_a_segment_out_of_place_is_deleted_with_every_later_one(tmp_path):
+def test_a_gap_after_the_committed_offset_is_cut_with_every_later_segment(tmp_path):
+    """Only uncommitted records follow the gap: they may go, and the report says why."""
     written = build_log(tmp_path, [2, 2, 2])
     stray = tmp_path / segment_name(9)  # the log ends at 6: offsets 6 to 8 are missing
     stray.write_bytes(encode_batch(9, [b"stray"]))
     with DiskLog(tmp_path) as log:
         assert read_all(log) == written
         report = log.recovery
-        assert report is not None and report.path == stray and report.deleted_segments == (stray,)
-        assert "starts at offset 9 but the log before it ends at 6" in report.reason
+        assert report is not None and report.path == stray and report.dropped_segments == (stray,)
+        assert report.reason == f"offsets 6 to 8 are missing: no segment file holds them, between {segment_name(0)} (which ends at offset 6) and {segment_name(9)}"
         assert not stray.exists()
 
 
@@ -395,21 +447,125 @@ def test_losing_a_committed_batch_is_refused_loudly_and_changes_nothing(crashed_
     data = bytearray(path.read_bytes())
     data[positions[0] + BATCH_HEADER.size] ^= 0x01  # the first batch of the last segment: committed
     path.write_bytes(bytes(data))
-    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    before = files_of(target)
     first_lost = int(segment.removesuffix(".log"))
     with pytest.raises(CommittedDataLoss, match="DATA LOSS") as raised:
         DiskLog(target)
     error = raised.value
     assert error.committed_offset == sum(SIZES[:-1]) and error.end_offset == first_lost
     assert error.cut is not None and error.cut.path == path and str(target) in str(error)
-    assert {p.name: p.read_bytes() for p in target.iterdir()} == before
-    with DiskLog(target, accept_data_loss=True) as log:
+    assert f"byte {positions[0]} (offset {first_lost})" in str(error) and "quarantine_and_continue=True" in str(error)
+    assert files_of(target) == before
+    with DiskLog(target, quarantine_and_continue=True) as log:
         assert log.committed_loss == range(first_lost, sum(SIZES[:-1]))
         assert log.committed_offset == log.end_offset == first_lost
         assert log.recovery is not None and log.recovery.offset == first_lost
         assert read_all(log) == [b for b in written if b.base_offset < first_lost]
+        [aside] = log.quarantined
+        assert aside.files == (target / "quarantine" / "0001" / f"{segment}.from-byte-0",)
+    assert reassembled(target, before) == segment_bytes_of(before)  # set aside, not deleted
     with DiskLog(target) as log:  # accepted once: the log is consistent again
-        assert log.recovery is None and log.committed_loss is None
+        assert log.recovery is None and log.committed_loss is None and log.quarantined == []
+
+
+def committed_log(directory: Path) -> tuple[list[LogBatch], list[Path], int]:
+    """Twenty committed batches of two records in several segments, and the index of a middle
+    segment with two batches or more."""
+    written = build_log(directory, [2] * 20, segment_bytes=150, committed=40)
+    segments = segments_of(directory)
+    middle = next(i for i, s in enumerate(segments[:-2]) if i > 0 and len(batch_positions(s)) > 2)
+    return written, segments, middle
+
+
+def test_corrupt_committed_data_set_aside_moves_every_later_segment_and_deletes_nothing(tmp_path):
+    """The escape hatch gives up what cannot be read in order, but keeps every byte of it."""
+    written, segments, index = committed_log(tmp_path)
+    middle = segments[index]
+    data = bytearray(middle.read_bytes())
+    data[batch_positions(middle)[1] + BATCH_HEADER.size] ^= 0x01
+    middle.write_bytes(bytes(data))
+    before = files_of(tmp_path)
+    first_lost = int(middle.name.removesuffix(".log")) + 2
+    with DiskLog(tmp_path, quarantine_and_continue=True) as log:
+        assert read_all(log) == written[: first_lost // 2] and log.committed_loss == range(first_lost, 40)
+        [aside] = log.quarantined
+        names = [p.name for p in aside.files]
+        assert names == [f"{middle.name}.from-byte-{batch_positions(middle)[1]}"] + [p.name for p in segments[index + 1 :]]
+        note = (aside.folder / "REASON.txt").read_text()
+        assert "CRC mismatch" in note and all(name in note for name in names)
+    assert reassembled(tmp_path, before) == segment_bytes_of(before)
+
+
+def test_an_empty_stray_segment_is_set_aside_and_every_committed_record_kept(tmp_path):
+    """An empty file among the segments holds no record: it is not a gap and loses nothing."""
+    written, segments, index = committed_log(tmp_path)
+    inside = tmp_path / segment_name(int(segments[index].name.removesuffix(".log")) + 1)
+    beyond = tmp_path / segment_name(100)
+    inside.touch()
+    beyond.touch()
+    with DiskLog(tmp_path) as log:
+        assert read_all(log) == written and log.recovery is None and log.committed_loss is None
+        [aside] = log.quarantined
+        assert [p.name for p in aside.files] == [inside.name, beyond.name]
+        assert "is empty and not where the log continues" in aside.reason
+        assert segments_of(tmp_path) == segments
+        log.append(40, [b"x"])
+    with DiskLog(tmp_path) as log:
+        assert log.quarantined == [] and read_all(log)[-1] == LogBatch(40, [b"x"])
+
+
+def test_a_segment_overlapping_the_log_is_refused_by_name_or_set_aside(tmp_path):
+    written, segments, index = committed_log(tmp_path)
+    base = int(segments[index].name.removesuffix(".log"))
+    overlap = tmp_path / segment_name(base + 2)
+    assert not overlap.exists()
+    overlap.write_bytes(encode_batch(base + 2, [b"other"]))
+    before = files_of(tmp_path)
+    with pytest.raises(SegmentsOverlap) as raised:
+        DiskLog(tmp_path)
+    assert raised.value.path == overlap
+    assert f"but {segments[index].name} already holds the log up to offset" in str(raised.value)
+    assert files_of(tmp_path) == before
+    with DiskLog(tmp_path, quarantine_and_continue=True) as log:
+        assert read_all(log) == written and log.committed_loss is None
+        assert [p.name for p in log.quarantined[0].files] == [overlap.name]
+
+
+@pytest.mark.parametrize("which", ["first", "middle"])
+def test_a_missing_segment_is_reported_by_the_log_with_the_offsets_and_the_files_around_it(tmp_path, which):
+    written, segments, middle = committed_log(tmp_path)
+    index = 0 if which == "first" else middle
+    segments[index].unlink()
+    start = int(segments[index].name.removesuffix(".log"))
+    after = int(segments[index + 1].name.removesuffix(".log"))
+    before = files_of(tmp_path)
+    with pytest.raises(CommittedDataLoss) as raised:
+        DiskLog(tmp_path)
+    message = str(raised.value)
+    assert message.startswith(f"{tmp_path}: DATA LOSS")
+    assert f"offsets {start} to {after - 1} are missing" in message and segments[index + 1].name in message
+    if which == "first":
+        assert "between the log start (offset 0, recorded in committed-offset)" in message
+    else:
+        assert f"between {segments[index - 1].name} (which ends at offset {start})" in message
+    assert files_of(tmp_path) == before
+    with DiskLog(tmp_path, quarantine_and_continue=True) as log:
+        assert read_all(log) == written[: start // 2] and log.committed_loss == range(start, 40)
+        assert [p.name for p in log.quarantined[0].files] == [p.name for p in segments[index + 1 :]]
+    assert reassembled(tmp_path, before) == segment_bytes_of(before)
+
+
+def test_segments_left_by_an_interrupted_delete_before_are_kept(tmp_path):
+    """delete_before records the new log start before deleting: a crash in between leaves old
+    segments before the recorded start, which still join the log."""
+    written, segments, _ = committed_log(tmp_path)
+    saved = {p: p.read_bytes() for p in segments[:2]}
+    with DiskLog(tmp_path) as log:
+        log.delete_before(int(segments[2].name.removesuffix(".log")))
+    for path, data in saved.items():
+        path.write_bytes(data)
+    with DiskLog(tmp_path) as log:
+        assert log.recovery is None and log.quarantined == [] and read_all(log) == written
 
 
 def test_a_batch_corrupted_after_opening_is_reported_by_path_when_read(tmp_path):
@@ -470,10 +626,13 @@ def test_one_open_log_per_directory(tmp_path):
 
 
 def test_the_fsync_policy(tmp_path, monkeypatch):
-    """append writes, sync makes durable (the segment, and the directory after a new segment);
-    the committed offset and snapshots are written temporary file, fsync, rename, fsync directory."""
+    """Data is fsynced before the committed offset may cover it; the committed offset file is
+    written before the first segment; a directory is fsynced after every file created, renamed
+    or deleted in it, before the call returns; the new log start is durable before old segments
+    are deleted; the committed offset and snapshots are written temporary file, fsync, rename,
+    fsync directory."""
     events: list[tuple[str, str]] = []
-    real_fsync, real_replace = os.fsync, os.replace
+    real_fsync, real_replace, real_open, real_unlink = os.fsync, os.replace, os.open, os.unlink
 
     def fsync(fd):
         events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
@@ -483,35 +642,61 @@ def test_the_fsync_policy(tmp_path, monkeypatch):
         events.append(("rename", f"{Path(source).name} -> {Path(target).name}"))
         real_replace(source, target)
 
-    log = DiskLog(tmp_path / "log")
+    def open_(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT and not os.path.exists(path):
+            events.append(("create", Path(path).name))
+        return real_open(path, flags, *args, **kwargs)
+
+    def unlink(path, *args, **kwargs):
+        events.append(("unlink", Path(path).name))
+        real_unlink(path, *args, **kwargs)
+
+    log = DiskLog(tmp_path / "log", segment_bytes=100)
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "open", open_)
+    monkeypatch.setattr(os, "unlink", unlink)
+    directory, committed = str(tmp_path / "log"), str(tmp_path / "log" / "committed-offset")
+    segment = str(tmp_path / "log" / segment_name(0))
+    write_committed = [
+        ("create", "committed-offset.tmp"),
+        ("fsync", committed + ".tmp"),
+        ("rename", "committed-offset.tmp -> committed-offset"),
+        ("fsync", directory),
+    ]
     log.append(0, [b"a"])
-    assert events == []
+    assert events == write_committed + [("create", segment_name(0)), ("fsync", directory)]
+    events.clear()
     log.sync()
-    segment, directory = str(tmp_path / "log" / segment_name(0)), str(tmp_path / "log")
-    assert events == [("fsync", segment), ("fsync", directory)]
+    assert events == [("fsync", segment)]
     events.clear()
     log.append(1, [b"b"])
     log.sync()
     assert events == [("fsync", segment)]
     events.clear()
     log.write_committed_offset(2)
-    committed = str(tmp_path / "log" / "committed-offset")
-    assert events == [
-        ("fsync", committed + ".tmp"),
-        ("rename", "committed-offset.tmp -> committed-offset"),
-        ("fsync", directory),
-    ]
+    assert events == write_committed
+    events.clear()
+    log.append(2, [b"c" * 90])  # rolls: the full segment is fsynced before the next is created
+    assert events == [("fsync", segment), ("create", segment_name(2)), ("fsync", directory)]
+    log.sync()
+    events.clear()
+    log.write_committed_offset(3)
+    log.delete_before(2)  # the new log start is durable before the old segment goes
+    assert events == write_committed + write_committed + [("unlink", segment_name(0)), ("fsync", directory)]
     events.clear()
     log.close()
     SnapshotStore(tmp_path / "snapshots").write(2, [b"a", b"b"])
     name = snapshot_name(2)
     assert events == [
-        ("fsync", str(tmp_path / "snapshots" / name) + ".tmp"),
+        ("fsync", str(tmp_path)),  # the new snapshot directory
+        ("fsync", str(tmp_path / "snapshots") + "/" + name + ".tmp"),
         ("rename", f"{name}.tmp -> {name}"),
         ("fsync", str(tmp_path / "snapshots")),
     ]
+    events.clear()
+    SnapshotStore(tmp_path / "new" / "snapshots")  # a new directory's entry is made durable in its parent
+    assert events == [("fsync", str(tmp_path)), ("fsync", str(tmp_path / "new"))]
 
 
 # ---- snapshots ------------------------------------------------------------------------------
