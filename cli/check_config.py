@@ -7,8 +7,13 @@ checks CONF-2 with the model's own :class:`~kraftspec.model.state.Config`, and r
 theorems of ``kraftspec.proofs.timing`` on the numbers with Z3. A theorem that fails comes with
 its counterexample as a timeline in milliseconds.
 
+The file is read by :mod:`kraftspec.properties`, which refuses what is not a properties file.
+A key kraftspec does not know is reported with the nearest known key; one that looks like a
+misspelling of a timing setting the file leaves unset is bad input, so that a typo never leaves a
+default in force unnoticed.
+
 Exit status: 0 every theorem holds, 1 one fails, 2 bad input (the message names the file, the
-line, the key and the value).
+line, the key and the value, or the offending text).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from attrs import frozen
+
+from kraftspec.properties import NEAR_MISS, BadInput, nearest, read, unknown_keys
 
 MAX_INT = 2**31 - 1  # Kafka's int settings
 PPM = 1_000_000
@@ -64,91 +71,6 @@ def _settings():
     )
 
 
-class BadInput(Exception):
-    """Input that cannot be checked; the message names the file, line, key and value."""
-
-    def __init__(self, message: str, **where) -> None:
-        super().__init__(message)
-        self.where = where
-
-
-# ---- reading a properties file --------------------------------------------------------------------
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def logical_lines(text: str):
-    """(line number, logical line) for each line that is not blank or a comment. A line ending in an
-    odd number of backslashes goes on at the next line, whose leading white space is dropped."""
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        number, line = i + 1, lines[i].lstrip(" \t\f")
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while _continues(line) and i < len(lines):
-            line = line[:-1] + lines[i].lstrip(" \t\f")
-            i += 1
-        if _continues(line):
-            line = line[:-1]
-        yield number, line
-
-
-def _continues(line: str) -> bool:
-    trailing = len(line) - len(line.rstrip("\\"))
-    return trailing % 2 == 1
-
-
-def split_property(line: str) -> tuple[str, str]:
-    """Key and value of a logical line, by Java's rules: the key ends at the first unescaped '=',
-    ':' or white space; then white space, at most one '=' or ':', and white space again."""
-    key, i = [], 0
-    while i < len(line):
-        c = line[i]
-        if c == "\\" and i + 1 < len(line):
-            key.append(line[i : i + 2])
-            i += 2
-            continue
-        if c in "=: \t\f":
-            break
-        key.append(c)
-        i += 1
-    rest = line[i:].lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return _unescape("".join(key)), _unescape(rest)
-
-
-def _unescape(text: str) -> str:
-    def one(match: re.Match) -> str:
-        c = match.group(1)
-        if c.startswith("u") and len(c) == 5:
-            return chr(int(c[1:], 16))
-        return _ESCAPES.get(c, c)
-
-    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", one, text)
-
-
-def read_properties(path: Path) -> dict[str, tuple[str, int, list[int]]]:
-    """key -> (value, line, earlier lines that set it too). Java reads properties as ISO-8859-1; so
-    does this, so that no byte is ever an error."""
-    try:
-        text = path.read_bytes().decode("iso-8859-1")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file", file=str(path)) from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}: is a directory, not a properties file", file=str(path)) from None
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read it ({error.strerror})", file=str(path)) from None
-    found: dict[str, tuple[str, int, list[int]]] = {}
-    for number, line in logical_lines(text):
-        key, value = split_property(line)
-        earlier = found.get(key)
-        found[key] = (value, number, [*earlier[2], earlier[1]] if earlier else [])
-    return found
-
-
 # ---- the settings ----------------------------------------------------------------------------------
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -169,24 +91,27 @@ def parse_value(setting: Setting, text: str) -> int:
     return number
 
 
-def resolve(path: Path, options: dict[str, int | None]) -> tuple[dict[str, int], dict[str, str], int]:
+def resolve(path: Path, options: dict[str, int | None]) -> tuple[dict[str, int], dict[str, str], int, list]:
     """The value of every setting and where it came from (a command-line option, the file, or the
-    default), and how many other keys the file holds."""
+    default), how many other known keys the file holds, and the unknown or retired keys
+    (kraftspec.properties.Unknown)."""
     settings = _settings()
-    found = read_properties(path)
-    known = {s.key for s in settings}
-    for key, (value, line, _) in found.items():
+    known = tuple(s.key for s in settings)
+    found = read(path, also=known)
+    for key, setting in found.items():
         if key.startswith("kraftspec.") and key not in known:
-            own = ", ".join(s.key for s in settings if s.key.startswith("kraftspec."))
-            raise BadInput(f"{path}, line {line}: {key} = {value!r} is not a kraftspec setting (they are: {own})",
-                           file=str(path), line=line, key=key, value=value)
+            own = ", ".join(k for k in known if k.startswith("kraftspec."))
+            close = nearest(key, known)
+            hint = f"; did you mean {close}?" if close else ""
+            raise BadInput(f"{path}, line {setting.line}: {key} = {setting.value!r} is not a kraftspec setting "
+                           f"(they are: {own}){hint}", file=str(path), line=setting.line, key=key, value=setting.value)
     values, sources = {}, {}
     for setting in settings:
         if setting.option and options.get(setting.attribute) is not None:
             values[setting.attribute] = options[setting.attribute]
             sources[setting.key] = f"command line {setting.option}"
         elif setting.key in found:
-            text, line, earlier = found[setting.key]
+            text, line, earlier = found[setting.key].value, found[setting.key].line, found[setting.key].earlier
             try:
                 values[setting.attribute] = parse_value(setting, text)
             except ValueError as reason:
@@ -200,7 +125,17 @@ def resolve(path: Path, options: dict[str, int | None]) -> tuple[dict[str, int],
         else:
             values[setting.attribute] = setting.default
             sources[setting.key] = "default: not in the file"
-    return values, sources, len(set(found) - known)
+    unknown = unknown_keys(found, also=known)
+    for entry in unknown:
+        misspelt = nearest(entry.key, known, cutoff=NEAR_MISS)
+        if misspelt in sources and sources[misspelt].startswith("default"):
+            value = found[entry.key].value
+            default = next(s for s in settings if s.key == misspelt)
+            in_force = "the session timeout" if default.default is None else f"{default.default} {default.unit}"
+            raise BadInput(f"{path}, line {entry.line}: {entry.key} = {value!r} is not a setting; it looks like a "
+                           f"misspelling of {misspelt}, which the file does not set, so its default ({in_force}) "
+                           "would be checked instead", file=str(path), line=entry.line, key=entry.key, value=value)
+    return values, sources, len(set(found) - set(known)) - len(unknown), unknown
 
 
 # ---- checking --------------------------------------------------------------------------------------
@@ -299,13 +234,14 @@ def _number(x: Fraction) -> float | int:
     return int(x) if x.denominator == 1 else round(float(x), 6)
 
 
-def report_json(path: Path, values, sources, rows: list[Row], window: Fraction) -> dict:
+def report_json(path: Path, values, sources, unknown: list, rows: list[Row], window: Fraction) -> dict:
     settings = {s.key: {"symbol": s.symbol, "value": values[s.attribute], "unit": s.unit, "source": sources[s.key]}
                 for s in _settings()}
     return {
         "file": str(path),
         "safe": all(row.holds for row in rows),
         "settings": settings,
+        "warnings": [{"line": u.line, "key": u.key, "nearest": u.nearest, "message": u.message} for u in unknown],
         "checks": [
             {
                 "theorem": row.theorem, "case": row.case, "property": row.claim, "holds": row.holds,
@@ -329,7 +265,7 @@ def _range_json(rows: list[Row]) -> list[int] | None:
     return [low, high] if low <= high else None
 
 
-def report_text(path: Path, values, sources, others: int, rows: list[Row], window: Fraction) -> str:
+def report_text(path: Path, values, sources, others: int, unknown: list, rows: list[Row], window: Fraction) -> str:
     from kraftspec.proofs.timing import fmt
 
     out = [f"kraftspec check-config: {path}", ""]
@@ -341,6 +277,8 @@ def report_text(path: Path, values, sources, others: int, rows: list[Row], windo
         out.append(f"  {s.key + ' (' + s.symbol + ')':<{width}}  {values[s.attribute]:>10}  {sources[s.key]}{note}")
     if others:
         out.append(f"  ({others} other key{'s' if others != 1 else ''} in the file: not about lease timing, ignored)")
+    if unknown:
+        out += ["", "warnings:"] + [f"  {entry.message}" for entry in unknown]
     case_width = max(len(row.case) for row in rows)
     condition_width = max(len(row.condition) for row in rows)
     out += ["", f"  {'theorem':<7}  {'case':<{case_width}}  {'result':<6}  {'condition':<{condition_width}}  in numbers"]
@@ -397,8 +335,7 @@ def add_parser(commands) -> None:
         help="check a configuration's lease timings against the timing theorems",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Read a server.properties-style file (key=value or key: value; # and ! start comments) and check its "
-            "lease timings:\n"
+            "Read a Kafka server.properties file and check its lease timings:\n"
             "  CONF-2  the session timeout is longer than the heartbeat interval (the model's own check)\n"
             "  TIME-1  a broker whose heartbeats arrive is never fenced by the controller\n"
             "  TIME-2  the broker never fences itself before the controller has declared it inactive (seed 003): "
@@ -409,7 +346,16 @@ def add_parser(commands) -> None:
             f"Settings (a command-line option beats the file, which beats the default):\n{table}\n\n"
             "The kraftspec.* keys are kraftspec's own assumptions, not Kafka settings; put them in the file or give "
             "the options.\nThe timing model and the theorems: proofs/README.md.\n\n"
-            "Exit status: 0 safe, 1 a check fails, 2 bad input (the message names the file, line, key and value)."
+            "The file is read as Kafka reads it (Java properties: key=value, key: value or key value; # and ! start "
+            "comments;\na backslash at the end of a line continues it; \\uXXXX escapes), as UTF-8 or else "
+            "ISO-8859-1 text. What is not a\nproperties file is refused: binary or UTF-16 text, a control character, a "
+            "line that is not a setting or a\ncomment, or no Kafka setting at all. A key that looks like a misspelling "
+            "of a timing setting the file leaves unset\nis refused too, naming that setting, since its default "
+            "would be checked instead. Other keys kraftspec does\nnot know, and keys KIP-631 retires "
+            "(zookeeper.*, control.plane.listener.name, broker.id.generation.enable),\nare listed as warnings "
+            "with the nearest known key.\n\n"
+            "Exit status: 0 safe, 1 a check fails, 2 bad input (the message names the file and line, and the key and "
+            "value\nor the offending text)."
         ),
     )
     parser.add_argument("file", metavar="FILE", help="the properties file (e.g. config/server.properties)")
@@ -428,7 +374,7 @@ def run(args, out=None, err=None) -> int:
     path = Path(args.file)
     options = {s.attribute: getattr(args, s.attribute, None) for s in _settings() if s.option}
     try:
-        values, sources, others = resolve(path, options)
+        values, sources, others, unknown = resolve(path, options)
     except BadInput as error:
         err.write(f"kraftspec check-config: {error}\n")
         if args.json:
@@ -438,7 +384,7 @@ def run(args, out=None, err=None) -> int:
     rows = [conf2_row(values), *theorem_rows(timing)]
     window = stale_leader_window(Params.fractions(timing))
     if args.json:
-        out.write(json.dumps(report_json(path, values, sources, rows, window), indent=2) + "\n")
+        out.write(json.dumps(report_json(path, values, sources, unknown, rows, window), indent=2) + "\n")
     else:
-        out.write(report_text(path, values, sources, others, rows, window) + "\n")
+        out.write(report_text(path, values, sources, others, unknown, rows, window) + "\n")
     return 0 if all(row.holds for row in rows) else 1
