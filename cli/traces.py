@@ -9,7 +9,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from kraftspec.conformance.trace import LEVELS, TraceError, read, read_all
+from kraftspec.conformance.trace import LEVELS, Trace, TraceError, read, read_all
 
 
 class Progress:
@@ -222,6 +222,16 @@ def run_exhaustive(args, out: Path) -> int:
     return 1 if exploration.violations else 0
 
 
+def read_traces(paths: list[str]) -> list[tuple[Path, Trace]]:
+    """Every trace the command line names (files, and directories of ``*.jsonl``), each read and
+    checked (spec/traces.md); a TraceError names the file, line and field of the first problem.
+    Both replay and coverage read through here, so they refuse the same input."""
+    traces = list(read_all(paths))
+    if not traces:
+        raise TraceError(" ".join(paths), 0, "(file)", "no traces found (no *.jsonl file)")
+    return traces
+
+
 def run_replay(args) -> int:
     from kraftspec.conformance.adapters import AdapterFailure
 
@@ -230,13 +240,9 @@ def run_replay(args) -> int:
     except ValueError as problem:
         return _fail(str(problem))
     try:  # read and check every trace before replaying any (nothing half-way)
-        traces = list(read_all(args.traces))
+        traces = read_traces(args.traces)
     except TraceError as problem:
         return _fail(str(problem))
-    except OSError as problem:
-        return _fail(f"{problem.filename}: {problem.strerror}")
-    if not traces:
-        return _fail(f"no traces found in {' '.join(args.traces)}")
     from kraftspec.conformance.replay import replay
 
     progress = Progress(len(traces), "replaying")
@@ -246,6 +252,8 @@ def run_replay(args) -> int:
         for path, trace in traces:
             try:
                 verdict = replay(trace, adapter, args.level, path)
+            except TraceError as problem:  # raised at a step: names its line
+                return _fail(str(problem))
             except (ValueError, AdapterFailure) as problem:
                 return _fail(f"{path}: {problem}")
             events += verdict.steps
@@ -290,8 +298,8 @@ def run_shrink(args) -> int:
 def run_coverage(args) -> int:
     from kraftspec.conformance.coverage import coverage
 
-    try:
-        traces = [trace for _, trace in read_all(args.traces)]
+    try:  # the reader and the checks of replay
+        traces = [trace for _, trace in read_traces(args.traces)]
     except TraceError as problem:
         return _fail(str(problem))
     report = coverage(traces)

@@ -13,12 +13,14 @@ classes back from that form. Conformance compares implementations in this form, 
 from __future__ import annotations
 
 import base64
+import json
+import re
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
 from uuid import UUID
 
-from kraftspec.spec.schemas import default_value, record_schemas, rpc_schemas
+from kraftspec.spec.schemas import INT_RANGES, default_value, record_schemas, rpc_schemas
 
 _MISSING = object()
 
@@ -307,3 +309,158 @@ def fast_to_json(obj: Any, version: int = 0, name: str | None = None) -> dict[st
 def fast_from_json(data: dict[str, Any], name: str, make: Callable[[str, dict[str, Any]], Any], version: int = 0) -> Any:
     """``from_json`` through the compiled converter."""
     return compiled_from_json(name, version, make)(data)
+
+
+# ---- checking the neutral form -------------------------------------------------------------------
+#
+# A trace is read from a file, so its messages and records are checked against their schema
+# before anything converts them: every field of the version present, no other field, each value
+# of its type (a boolean is not an integer), integers in their type's range, UUIDs and base64 as
+# the neutral form writes them, null only where the schema allows it. The checks are built once
+# per (schema, version) from the schema JSON, as nested functions; a failure names the field's
+# path inside the message (``Topics[0].Partitions[1].Replicas[2]``).
+
+_PLAIN_TYPES = {"bool": ((bool,), "a boolean"), "float64": ((int, float), "float64")}  # bool is not an int here
+_UUID_TEXT_FORM = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")  # 128 bits in 22 characters, unpadded
+_BASE64_FORM = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+class FormError(ValueError):
+    """A value that is not in the neutral form of its schema: ``path`` names the field inside the
+    message (empty for the message itself), ``problem`` says what is wrong. ``field`` is the
+    name of the field at fault inside the struct that raises it."""
+
+    def __init__(self, problem: str, field: str = ""):
+        super().__init__(f"{field}: {problem}" if field else problem)
+        self.problem, self.parts = problem, [f".{field}"] if field else []
+
+    @property
+    def path(self) -> str:
+        return "".join(reversed(self.parts)).lstrip(".")
+
+    def inside(self, part: str) -> "FormError":
+        """The error, one level further out (``part`` is ``.Name`` or ``[i]``)."""
+        self.parts.append(part)
+        self.args = (f"{self.path}: {self.problem}",)
+        return self
+
+
+def describe(value: Any) -> str:
+    """A value as an error message shows it: JSON, shortened; containers by their kind."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def valid_text(value: str) -> bool:
+    """Whether a string can be written as UTF-8 (JSON allows lone surrogates, UTF-8 does not)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _scalar_check(kind: str) -> Callable[[Any], None]:
+    if kind in INT_RANGES:
+        low, high = INT_RANGES[kind]
+
+        def check_int(value):
+            if type(value) is not int:
+                raise FormError(f"expected {kind}, got {describe(value)}")
+            if not low <= value <= high:
+                raise FormError(f"expected {kind}, got {value}, outside {low}..{high}")
+
+        return check_int
+    if kind in _PLAIN_TYPES:
+        types, what = _PLAIN_TYPES[kind]
+
+        def check_plain(value):
+            if type(value) not in types:
+                raise FormError(f"expected {what}, got {describe(value)}")
+
+        return check_plain
+    if kind == "string":
+        def check_string(value):
+            if type(value) is not str:
+                raise FormError(f"expected a string, got {describe(value)}")
+            if not valid_text(value):
+                raise FormError(f"expected a string, got {describe(value)}, which is not valid Unicode (a lone surrogate)")
+
+        return check_string
+    if kind in ("uuid", "bytes"):
+        form, what = (_UUID_TEXT_FORM, "a uuid (22 characters of URL-safe base64)") if kind == "uuid" else (_BASE64_FORM, "bytes in base64")
+
+        def check_text(value):
+            if type(value) is not str or form.fullmatch(value) is None:
+                raise FormError(f"expected {what}, got {describe(value)}")
+
+        return check_text
+    raise ValueError(f"the schemas use a type kraftspec cannot check: {kind!r}")
+
+
+def _field_check(field: dict[str, Any], version: int) -> Callable[[Any], None]:
+    kind = field["type"]
+    if kind.startswith("[]"):
+        element = _struct_check(field["fields"], version) if "fields" in field else _scalar_check(kind[2:])
+        expected = f"a list of {kind[2:]}"
+
+        def check(value):
+            if type(value) is not list:
+                raise FormError(f"expected {expected}, got {describe(value)}")
+            for index, item in enumerate(value):
+                try:
+                    element(item)
+                except FormError as error:
+                    raise error.inside(f"[{index}]") from None
+    else:
+        check = _scalar_check(kind)
+    if "nullableVersions" in field and in_versions(field["nullableVersions"], version):
+        not_null = check
+
+        def check(value):
+            if value is not None:
+                not_null(value)
+
+    return check
+
+
+def _struct_check(fields: list[dict[str, Any]], version: int) -> Callable[[Any], None]:
+    checks = [(f["name"], _field_check(f, version)) for f in fields if in_versions(f["versions"], version)]
+    names = frozenset(name for name, _ in checks)
+    listed = ", ".join(name for name, _ in checks)
+
+    def check(value):
+        if type(value) is not dict:
+            raise FormError(f"expected an object with the fields {listed}, got {describe(value)}")
+        if value.keys() != names:
+            for name, _ in checks:
+                if name not in value:
+                    raise FormError("missing", name)
+            unknown = sorted(set(value) - names)[0]
+            raise FormError(f"unknown field (expected {listed})", unknown)
+        for name, check_field in checks:
+            try:
+                check_field(value[name])
+            except FormError as error:
+                raise error.inside(f".{name}") from None
+
+    return check
+
+
+_CHECKS: dict[tuple[str, int], Callable[[Any], None]] = {}
+
+
+def check_form(data: Any, name: str, version: int = 0) -> None:
+    """Check that ``data`` is the neutral form of the message or record ``name`` at ``version``;
+    raise :class:`FormError` naming the first field that is not."""
+    key = (name, version)
+    check = _CHECKS.get(key)
+    if check is None:
+        check = _CHECKS[key] = _struct_check(schema_of(name)["fields"], version)
+    check(data)

@@ -18,7 +18,7 @@ from typing import Any
 from attrs import field, frozen
 
 from .adapters import Adapter, AdapterFailure
-from .trace import LEVELS, Step, Trace
+from .trace import LEVELS, Step, Trace, step_error
 
 CHECKS_COMMITTED = ("commit", "failover", "snapshot")
 
@@ -119,6 +119,8 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
     if native is not None:  # an in-process adapter compares its own objects: fast, and exact
         try:
             differs_at = native(trace, level, checks)
+        except ValueError:  # replayed the generic way, which names the step that raised it
+            differs_at = NotImplemented
         finally:
             adapter.close()
         if differs_at is None:
@@ -140,6 +142,8 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
                 actual = adapter.step(step.event)
             except AdapterFailure as failure:
                 return diverge(step, "adapter", "an answer", str(failure))
+            except ValueError as problem:  # a value the system under test cannot take: the trace's line
+                raise step_error(path, step, problem) from problem
             if actual.get("seq") != step.seq:
                 return diverge(step, "seq", step.seq, actual.get("seq"))
             if actual.get("replies") != list(step.replies):

@@ -8,15 +8,22 @@ anything is replayed, and every problem names the file, the line and the field.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import re
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from attrs import field, frozen
 
+from kraftspec.model import Config, ConfigError, FeatureRange
 from kraftspec.spec import SPEC_VERSION
+from kraftspec.spec.schemas import INT_RANGES, record_schemas
+
+from .jsonform import FormError, check_form, describe, in_versions, schema_of, valid_text
 
 FORMAT = "kraftspec-trace"
 FORMAT_VERSION = 1
@@ -64,6 +71,7 @@ class Step:
     ``committed``: the committed state as its minimal records (LOG-11), each ``{"type", "data"}``,
     when this step changed it; None when it did not.
     ``rules`` fired; ``rejected_by``: the rules among them that refused something.
+    ``line``: the step's line in the file it was read from (None for a trace made in memory).
     """
 
     n: int
@@ -74,6 +82,7 @@ class Step:
     committed: tuple[dict[str, Any], ...] | None = None
     rules: tuple[str, ...] = ()
     rejected_by: tuple[str, ...] = ()
+    line: int | None = field(default=None, eq=False, repr=False)  # where a file had it, for messages
 
     def to_json(self) -> dict[str, Any]:
         line: dict[str, Any] = {
@@ -176,11 +185,40 @@ def _header_fields(header: Header) -> dict[str, Any]:
 
 
 # ---- reading, with validation ------------------------------------------------------------------
+#
+# Everything a file says is checked before anything is replayed (spec/traces.md, "Checks on
+# reading"): each line on its own (JSON, the fields of the format, every request, reply and
+# record against its schema) and the lines together (sequence numbers, the clock, offsets against
+# the log end). The first problem stops the reading with the file, the line and the field.
 
 
 HEADER_KEYS = {"type", "format", "format_version", "spec_version", "generator", "seed", "config", "description", "steps"}
+CONFIG_KEYS = {"cluster_id", "heartbeat_interval_ms", "session_timeout_ms", "finalized_features"}
 STEP_KEYS = {"type", "n", "event", "seq", "records", "replies", "rules", "rejected_by"}
 STEP_OPTIONAL_KEYS = {"committed"}
+EVENT_KEYS = {
+    "request": {"kind", "api", "version", "body"},
+    "tick": {"kind", "now_ms"},
+    "commit": {"kind", "offset"},
+    "failover": {"kind"},
+    "snapshot": {"kind"},
+}
+RECORD_KEYS, RECORD_OPTIONAL_KEYS = {"offset", "type", "version", "data"}, {"frame"}
+REPLY_KEYS = {"seq", "api", "version", "body"}
+COMMITTED_KEYS = {"type", "data"}
+FREE_FORM_DEPTH = 32
+"""How deeply the header's free-form ``generator`` may nest."""
+
+_RULE_ID = re.compile(r"[A-Z]{2,10}-[0-9]{1,3}")
+_HEX = re.compile(r"(?:[0-9a-f]{2})*")
+_INT_DIGITS = "integer string conversion"  # in the message of the ValueError for too many digits
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 class _Checker:
@@ -190,21 +228,60 @@ class _Checker:
     def fail(self, field_path: str, problem: str):
         raise TraceError(self.path, self.line, field_path, problem)
 
-    def keys(self, obj: dict, required: set[str], optional: set[str] = frozenset()) -> None:
+    def keys(self, obj: dict, required: set[str], optional: set[str] = frozenset(), where: str = "") -> None:
+        if obj.keys() == required or (optional and obj.keys() == required | optional):
+            return
+        prefix = f"{where}." if where else ""
         for key in sorted(required - set(obj)):
-            self.fail(key, "missing")
+            self.fail(prefix + key, "missing")
         for key in sorted(set(obj) - required - optional):
-            self.fail(key, f"unknown field (expected {', '.join(sorted(required | optional))})")
+            self.fail(prefix + key, f"unknown field (expected {', '.join(sorted(required | optional))})")
 
     def need(self, obj: dict, key: str, kinds, where: str):
         if not isinstance(obj, dict):
-            self.fail(where or "(line)", f"expected a JSON object, got {type(obj).__name__}")
+            self.fail(where or "(line)", f"expected a JSON object, got {describe(obj)}")
         if key not in obj:
             self.fail(f"{where}.{key}" if where else key, "missing")
         value = obj[key]
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in _as_tuple(kinds)):
-            self.fail(f"{where}.{key}" if where else key, f"expected {_kind_names(kinds)}, got {json.dumps(value)[:60]}")
+            self.fail(f"{where}.{key}" if where else key, f"expected {_kind_names(kinds)}, got {describe(value)}")
         return value
+
+    def integer(self, obj: dict, key: str, where: str, kind: str = "int64", low: int | None = None) -> int:
+        """An integer field of the format, in the range of ``kind`` and at least ``low``."""
+        value = self.need(obj, key, int, where)
+        low = INT_RANGES[kind][0] if low is None else low
+        if not low <= value <= INT_RANGES[kind][1]:
+            self.fail(f"{where}.{key}" if where else key, f"expected an integer from {low} to {INT_RANGES[kind][1]}, got {value}")
+        return value
+
+    def text(self, obj: dict, key: str, where: str) -> str:
+        value = self.need(obj, key, str, where)
+        if not valid_text(value):
+            self.fail(f"{where}.{key}" if where else key, "not valid Unicode (a lone surrogate)")
+        return value
+
+    def form(self, data: Any, name: str, version: int, where: str) -> None:
+        """``data`` must be the neutral form of the message or record ``name`` at ``version``."""
+        try:
+            check_form(data, name, version)
+        except FormError as problem:
+            self.fail(f"{where}.{problem.path}" if problem.path else where, problem.problem)
+
+    def free_form(self, value: Any, where: str, depth: int = 0) -> None:
+        """Any JSON, as long as it nests at most FREE_FORM_DEPTH deep and its text is valid."""
+        if depth > FREE_FORM_DEPTH:
+            self.fail(where, f"nested more than {FREE_FORM_DEPTH} levels deep")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not valid_text(key):
+                    self.fail(where, f"a key that is not valid Unicode: {describe(key)}")
+                self.free_form(item, f"{where}.{key}", depth + 1)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                self.free_form(item, f"{where}[{index}]", depth + 1)
+        elif isinstance(value, str) and not valid_text(value):
+            self.fail(where, "not valid Unicode (a lone surrogate)")
 
 
 def _as_tuple(kinds) -> tuple:
@@ -222,87 +299,211 @@ def _check_header(obj: Any, check: _Checker) -> Header:
         check.fail("type", f"the first line must be the header, got type {kind!r}")
     check.keys(obj, HEADER_KEYS)
     if check.need(obj, "format", str, "") != FORMAT:
-        check.fail("format", f"expected {FORMAT!r}, got {obj['format']!r}")
+        check.fail("format", f"expected {FORMAT!r}, got {describe(obj['format'])}")
     version = check.need(obj, "format_version", int, "")
     if version != FORMAT_VERSION:
         check.fail("format_version", f"this kraftspec reads format version {FORMAT_VERSION}, the file has {version}")
-    spec_version = check.need(obj, "spec_version", str, "")
-    config = check.need(obj, "config", dict, "")
-    check.need(config, "cluster_id", str, "config")
-    for key in ("heartbeat_interval_ms", "session_timeout_ms"):
-        check.need(config, key, int, "config")
-    features = check.need(config, "finalized_features", list, "config")
-    for i, feature in enumerate(features):
-        if not (isinstance(feature, list) and len(feature) == 3 and isinstance(feature[0], str)
-                and all(isinstance(x, int) and not isinstance(x, bool) for x in feature[1:])):
-            check.fail(f"config.finalized_features[{i}]", f"expected [name, min, max], got {json.dumps(feature)}")
-    check.need(obj, "steps", int, "")
+    spec_version = check.text(obj, "spec_version", "")
+    config = _check_config(check.need(obj, "config", dict, ""), check)
+    check.integer(obj, "steps", "", low=0)
     generator = check.need(obj, "generator", dict, "")
-    seed = obj.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        check.fail("seed", f"expected an integer or null, got {json.dumps(seed)}")
-    description = obj.get("description", "")
-    if not isinstance(description, str):
-        check.fail("description", "expected a string")
+    check.free_form(generator, "generator")
+    seed = obj["seed"]
+    if seed is not None:
+        check.integer(obj, "seed", "")
+    description = check.text(obj, "description", "")
     return Header(config, generator, seed, description, spec_version, version)
 
 
-def _check_event(event: Any, check: _Checker) -> dict:
+def _check_config(config: dict, check: _Checker) -> dict:
+    """The controller's configuration: each value of its type, then as the model accepts it."""
+    check.keys(config, CONFIG_KEYS, where="config")
+    if not check.text(config, "cluster_id", "config"):
+        check.fail("config.cluster_id", "empty")
+    for key in ("heartbeat_interval_ms", "session_timeout_ms"):
+        check.integer(config, key, "config", "int32", low=1)
+    features = check.need(config, "finalized_features", list, "config")
+    low, high = INT_RANGES["int16"]
+    for i, feature in enumerate(features):
+        if not (isinstance(feature, list) and len(feature) == 3 and isinstance(feature[0], str) and valid_text(feature[0])
+                and all(type(x) is int and low <= x <= high for x in feature[1:])):
+            check.fail(f"config.finalized_features[{i}]", f"expected [name, min level, max level] with int16 levels, "
+                       f"got {describe(feature) if not isinstance(feature, list) else json.dumps(feature)[:60]}")
+    try:  # what else the model refuses (CONF-2, feature names and levels), in its words
+        Config(config["cluster_id"], config["heartbeat_interval_ms"], config["session_timeout_ms"],
+               tuple(FeatureRange(name, lo, hi) for name, lo, hi in features))
+    except ConfigError as problem:
+        check.fail("config", str(problem))
+    return config
+
+
+class _Run:
+    """What the steps read so far say about the run: the next sequence number, the requests not
+    yet answered, the clock, and the log end (exact until a failover truncates the log to its
+    committed offset, which the trace does not record; then an upper bound until records are
+    appended again)."""
+
+    def __init__(self, header: Header):
+        self.next_seq = 0
+        self.waiting: dict[int, tuple[str, int]] = {}  # seq -> (api, version) of requests not yet answered
+        self.now_ms, self.clock_line = 0, 0
+        self.log_end = len(header.config["finalized_features"])  # LOG-14: the bootstrap batch
+        self.log_end_exact = True
+        self.committed_at_most = self.log_end
+
+
+def _check_event(event: Any, check: _Checker, run: _Run) -> dict:
     kind = check.need(event, "kind", str, "event")
     if kind not in EVENT_KINDS:
         check.fail("event.kind", f"unknown event kind {kind!r}; expected one of {', '.join(EVENT_KINDS)}")
+    check.keys(event, EVENT_KEYS[kind], where="event")
     if kind == "request":
         api = check.need(event, "api", str, "event")
         if api not in REQUEST_APIS:
             check.fail("event.api", f"unknown request {api!r}; expected one of {', '.join(REQUEST_APIS)}")
-        check.need(event, "version", int, "event")
-        check.need(event, "body", dict, "event")
+        version = check.integer(event, "version", "event", "int16", low=0)
+        check.form(event["body"], f"{api}Request", version, "event.body")
     elif kind == "tick":
-        check.need(event, "now_ms", int, "event")
+        now_ms = check.integer(event, "now_ms", "event", low=0)
+        if now_ms < run.now_ms:
+            check.fail("event.now_ms", f"the clock goes backwards: {now_ms} after {run.now_ms} (line {run.clock_line})")
+        run.now_ms, run.clock_line = now_ms, check.line
     elif kind == "commit":
-        check.need(event, "offset", int, "event")
+        offset = check.integer(event, "offset", "event", low=0)
+        if offset > run.log_end:
+            check.fail("event.offset", f"commits offset {offset}, beyond the log end "
+                       f"({'' if run.log_end_exact else 'at most '}{run.log_end})")
+        run.committed_at_most = max(run.committed_at_most, offset)
+    elif kind == "failover":  # LOG-10: the log is cut back to its committed offset
+        run.log_end, run.log_end_exact = min(run.log_end, run.committed_at_most), False
     return event
 
 
-def _check_step(obj: Any, n: int, check: _Checker) -> Step:
+def _check_seq(obj: dict, event: dict, check: _Checker, run: _Run) -> int | None:
+    seq = obj["seq"]
+    if event["kind"] != "request":
+        if seq is not None:
+            check.fail("seq", f"expected null: only a request gets a sequence number, got {describe(seq)}")
+        return None
+    if type(seq) is not int:
+        check.fail("seq", f"expected the request's sequence number {run.next_seq}, got {describe(seq)}")
+    if seq != run.next_seq:
+        check.fail("seq", f"expected {run.next_seq}: requests are numbered 0, 1, 2, ... in order (RPC-6), got {seq}")
+    run.next_seq += 1
+    run.waiting[seq] = (event["api"], event["version"])
+    return seq
+
+
+def _check_records(records: list, check: _Checker, run: _Run) -> None:
+    for i, record in enumerate(records):
+        where = f"records[{i}]"
+        check.need(record, "type", str, where)
+        check.keys(record, RECORD_KEYS, RECORD_OPTIONAL_KEYS, where)
+        name = _record_type(record, where, check)
+        offset = check.integer(record, "offset", where, low=0)
+        version = _version(record, name, where, check)
+        check.form(record["data"], name, version, f"{where}.data")
+        if "frame" in record and _HEX.fullmatch(check.need(record, "frame", str, where)) is None:
+            check.fail(f"{where}.frame", f"expected the record's bytes in lower-case hex, got {describe(record['frame'])}")
+        if offset != run.log_end if run.log_end_exact or i else offset > run.log_end:
+            check.fail(f"{where}.offset", f"expected {'' if run.log_end_exact or i else 'at most '}{run.log_end}, "
+                       f"the log end, got {offset}")
+        run.log_end, run.log_end_exact = offset + 1, True
+
+
+def _check_replies(replies: list, check: _Checker, run: _Run) -> None:
+    for i, reply in enumerate(replies):
+        where = f"replies[{i}]"
+        check.need(reply, "seq", int, where)
+        check.keys(reply, REPLY_KEYS, where=where)
+        seq, api = reply["seq"], check.need(reply, "api", str, where)
+        if seq not in run.waiting:
+            check.fail(f"{where}.seq", f"no request numbered {seq} is waiting for its reply")
+        if api != run.waiting[seq][0]:
+            check.fail(f"{where}.api", f"request {seq} is a {run.waiting[seq][0]} request, the reply says {describe(api)}")
+        version = _version(reply, f"{api}Response", where, check)
+        check.form(reply["body"], f"{api}Response", version, f"{where}.body")
+        del run.waiting[seq]
+
+
+def _check_committed(committed: Any, check: _Checker) -> None:
+    if not isinstance(committed, list):
+        check.fail("committed", f"expected a list of records, got {describe(committed)}")
+    for i, record in enumerate(committed):
+        where = f"committed[{i}]"
+        check.need(record, "type", str, where)
+        check.keys(record, COMMITTED_KEYS, where=where)
+        check.form(record["data"], _record_type(record, where, check), 0, f"{where}.data")
+
+
+def _record_type(record: dict, where: str, check: _Checker) -> str:
+    name = record["type"]
+    if name not in _record_names():
+        check.fail(f"{where}.type", f"unknown record type {describe(name)}; expected one of {', '.join(sorted(_record_names()))}")
+    return name
+
+
+def _version(obj: dict, name: str, where: str, check: _Checker) -> int:
+    """A message's or record's version, one its schema defines."""
+    version = check.integer(obj, "version", where, "int16", low=0)
+    valid = schema_of(name)["validVersions"]
+    if not in_versions(valid, version):
+        check.fail(f"{where}.version", f"{name} has version {valid}, not {version}")
+    return version
+
+
+@functools.cache
+def _record_names() -> frozenset[str]:
+    return frozenset(schema["name"] for schema in record_schemas().values())
+
+
+def _check_step(obj: Any, n: int, check: _Checker, run: _Run) -> Step:
     kind = check.need(obj, "type", str, "")
     if kind != "step":
         check.fail("type", f"expected 'step', got {kind!r}")
     check.keys(obj, STEP_KEYS, STEP_OPTIONAL_KEYS)
     if check.need(obj, "n", int, "") != n:
-        check.fail("n", f"expected step {n}, got {obj['n']} (steps must be numbered from 0, in order)")
-    event = _check_event(check.need(obj, "event", dict, ""), check)
-    seq = obj.get("seq")
-    if seq is not None and not isinstance(seq, int):
-        check.fail("seq", "expected an integer or null")
+        check.fail("n", f"expected step {n}, got {describe(obj['n'])} (steps must be numbered from 0, in order)")
+    event = _check_event(check.need(obj, "event", dict, ""), check, run)
+    seq = _check_seq(obj, event, check, run)
     records = check.need(obj, "records", list, "")
-    for i, record in enumerate(records):
-        for key, kinds in (("offset", int), ("type", str), ("version", int), ("data", dict)):
-            check.need(record, key, kinds, f"records[{i}]")
+    _check_records(records, check, run)
     replies = check.need(obj, "replies", list, "")
-    for i, reply in enumerate(replies):
-        for key, kinds in (("seq", int), ("api", str), ("version", int), ("body", dict)):
-            check.need(reply, key, kinds, f"replies[{i}]")
+    _check_replies(replies, check, run)
     committed = obj.get("committed")
     if committed is not None:
-        if not isinstance(committed, list):
-            check.fail("committed", "expected a list of records")
-        for i, record in enumerate(committed):
-            check.need(record, "type", str, f"committed[{i}]")
-            check.need(record, "data", dict, f"committed[{i}]")
+        _check_committed(committed, check)
     rules = check.need(obj, "rules", list, "")
     rejected = check.need(obj, "rejected_by", list, "")
     for name, values in (("rules", rules), ("rejected_by", rejected)):
         for i, value in enumerate(values):
-            if not isinstance(value, str):
-                check.fail(f"{name}[{i}]", "expected a rule id")
+            if not isinstance(value, str) or not _RULE_ID.fullmatch(value):
+                check.fail(f"{name}[{i}]", f"expected a rule id such as LEASE-8, got {describe(value)}")
+    for i, value in enumerate(rejected):
+        if value not in rules:
+            check.fail(f"rejected_by[{i}]", f"{value} is not among the rules that fired")
     return Step(n, event, seq, tuple(records), tuple(replies), None if committed is None else tuple(committed),
-                tuple(rules), tuple(rejected))
+                tuple(rules), tuple(rejected), line=check.line)
+
+
+def _decode(text: str, check: _Checker) -> Any:
+    """One line's JSON, or a TraceError saying why it is not usable."""
+    try:
+        return _DECODER.decode(text)
+    except json.JSONDecodeError as problem:
+        check.fail("(line)", f"not JSON: {problem.msg} (column {problem.colno})")
+    except RecursionError:
+        check.fail("(line)", "not usable JSON: nested too deeply")
+    except ValueError as problem:
+        if _INT_DIGITS in str(problem):
+            check.fail("(line)", f"not usable JSON: a number longer than {sys.get_int_max_str_digits()} digits")
+        check.fail("(line)", f"not usable JSON: {problem}")
 
 
 def parse(lines: Iterable[str], path: str = "<trace>") -> Trace:
     """A trace from its lines; raises TraceError (file, line, field) at the first problem."""
     header: Header | None = None
+    run: _Run | None = None
     expected = 0
     steps: list[Step] = []
     number = 0
@@ -310,31 +511,45 @@ def parse(lines: Iterable[str], path: str = "<trace>") -> Trace:
         if not text.strip():
             continue
         check = _Checker(path, number)
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as problem:
-            check.fail("(line)", f"not JSON: {problem.msg} at column {problem.colno}")
+        obj = _decode(text, check)
         if header is None:
             header = _check_header(obj, check)
-            expected = obj["steps"]
+            expected, run = obj["steps"], _Run(header)
             continue
-        steps.append(_check_step(obj, len(steps), check))
+        if len(steps) == expected:
+            check.fail("(line)", f"the header announces {expected} steps; this line is one more")
+        steps.append(_check_step(obj, len(steps), check, run))
     if header is None:
         raise TraceError(path, max(number, 1), "(file)", "empty: no header line")
     if len(steps) != expected:
-        raise TraceError(path, number, "steps", f"the header announces {expected} steps, the file has {len(steps)} (truncated?)")
+        raise TraceError(path, 1, "steps", f"the header announces {expected} steps, the file has {len(steps)} (truncated?)")
     return Trace(header, tuple(steps))
 
 
 def read(path: str | Path) -> Trace:
+    """The trace in a file: UTF-8 JSON lines, each ending at a newline (a line separator inside
+    a string, which canonical lines keep as it is, does not end a line)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise TraceError(str(path), 0, "(file)", "no such file") from None
+    except OSError as problem:
+        raise TraceError(str(path), 0, "(file)", problem.strerror or str(problem)) from None
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as problem:
-        raise TraceError(str(path), 0, "(file)", f"not UTF-8 text ({problem.reason})") from None
-    return parse(text.splitlines(), str(path))
+        line_start = data.rfind(b"\n", 0, problem.start) + 1
+        raise TraceError(str(path), data.count(b"\n", 0, problem.start) + 1, "(line)",
+                         f"not UTF-8 text: byte 0x{data[problem.start]:02x} at column {problem.start - line_start + 1}") from None
+    return parse(text.split("\n"), str(path))
+
+
+def step_error(path: str | Path | None, step: Step, problem: Exception) -> TraceError:
+    """An error raised while a step was replayed, named by the step's line (for a trace made in
+    memory, the line the step has when the trace is written)."""
+    line = step.line if step.line is not None else step.n + 2
+    return TraceError(str(path) if path else "<trace>", line, "event", f"step {step.n} ({step.event['kind']}): {problem}")
 
 
 def read_all(paths: Iterable[str | Path]) -> Iterator[tuple[Path, Trace]]:

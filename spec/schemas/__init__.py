@@ -27,7 +27,7 @@ from importlib.resources.abc import Traversable
 from typing import Any
 from uuid import UUID
 
-__all__ = ["SPEC_VERSION", "record_schemas", "rpc_schemas", "schema", "error_codes", "default_value"]
+__all__ = ["SPEC_VERSION", "INT_RANGES", "record_schemas", "rpc_schemas", "schema", "error_codes", "default_value"]
 
 from kraftspec.spec import SPEC_VERSION  # the version of the specification these schemas belong to
 
@@ -110,6 +110,16 @@ def error_codes() -> dict[str, int]:
     """
     data = json.loads(_package_root().joinpath("errors.json").read_text(encoding="utf-8"))
     return {error["name"]: error["code"] for error in data["errors"]}
+
+
+INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint16": (0, 2**16 - 1),
+}
+"""The values each integer type of the schemas holds, lowest and highest."""
 
 
 def default_value(field: dict[str, Any]) -> Any:
