@@ -3,7 +3,9 @@
 * :func:`walk`: a random walk of the simulated cluster (brokers that behave like real brokers,
   an operator, the quorum's commits and failovers) with faults; swarm style, each seed draws its
   own cluster size, event mix and faults (lost responses and retries, a second process with the
-  same broker id, stale epochs, late heartbeats, commit delays, failovers, malformed requests).
+  same broker id, stale epochs, late heartbeats, commit delays, failovers, malformed requests,
+  partition leaders that lag behind the controller or send wrong AlterIsr requests, an operator's
+  mistakes).
 * :func:`record`: turn any sequence of model events into a trace.
 
 The same seed and parameters always give the same trace.
@@ -20,15 +22,13 @@ from attrs import evolve
 
 from kraftspec.model import Config
 from kraftspec.model.messages import (
-    AlterIsrPartition,
-    AlterIsrRequest,
-    AlterIsrTopic,
     AlterPartitionReassignmentsRequest,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     CreatableTopic,
     CreateTopicsRequest,
     DeleteTopicsRequest,
+    Feature,
     ListPartitionReassignmentsRequest,
     ReassignablePartition,
     ReassignableTopic,
@@ -37,13 +37,16 @@ from kraftspec.model.messages import (
 )
 
 from kraftspec.model import Failover
+from kraftspec.model.state import Partition
 
 from .adapters import ModelAdapter, committed_of, config_json, event_json, outputs_of
 from .simulation import FEATURES, TOPIC, Simulation
 from .trace import Header, Step, Trace
 
-GENERATOR_VERSION = 1
-FAULTS = ("lost-response", "duplicate-broker", "stale-epoch", "late-heartbeat", "commit-delay", "failover", "malformed")
+GENERATOR_VERSION = 2
+FAULTS = ("lost-response", "duplicate-broker", "stale-epoch", "late-heartbeat", "commit-delay", "failover", "malformed",
+          "faulty-leader", "operator-mistakes")
+VIEWS_KEPT = 3  # earlier versions of each partition a lagging leader may still act on
 
 
 def record(config: Config, events: Iterable, generator: dict[str, Any], seed: int | None = None, description: str = "") -> Trace:
@@ -87,11 +90,14 @@ class FaultySimulation(Simulation):
         self.faults = faults
         self.sent_heartbeats: list[BrokerHeartbeatRequest] = []
         self.old_epochs: dict[int, int] = {}
+        self.views: dict[tuple[UUID, int], list[tuple[Partition, int]]] = {}  # earlier versions, with the leader's epoch then
+        self.seen = self.state.image
+        self.unregistered: set[int] = set()  # broker ids the operator has unregistered
 
     def actions(self):
         options = super().actions()
-        faults = self.faults
-        if "duplicate-broker" in faults and self.state.image.brokers:
+        faults, image = self.faults, self.state.image
+        if "duplicate-broker" in faults and image.brokers:
             options.append((0.4, self.impostor))
         if "stale-epoch" in faults and self.old_epochs:
             options.append((0.5, self.stale_heartbeat))
@@ -101,8 +107,14 @@ class FaultySimulation(Simulation):
             options.append((0.6, self.failover))
         if "malformed" in faults:
             options.append((0.6, self.malformed))
-        if self.state.image.topic_named(TOPIC) is not None:
-            options.append((0.2, self.delete_and_recreate))
+        if "faulty-leader" in faults and (self.views or self.led()):
+            options.append((0.8, self.faulty_alter_isr))
+        if "operator-mistakes" in faults:
+            options.append((0.5, self.operator_mistake))
+        topic = image.topic_named(TOPIC)
+        if topic is not None:
+            moving = any(p.is_reassigning for p in image.partitions_of(topic.topic_id))
+            options.append((0.6 if moving else 0.2, self.delete_and_recreate))
             options.append((0.3, self.list_reassignments))
         return options
 
@@ -132,6 +144,33 @@ class FaultySimulation(Simulation):
                 if old >= 0 and old != reply.response.broker_epoch:
                     self.old_epochs[sender[0]] = old
         super().deliver(result)
+        self.remember()
+
+    def remember(self) -> None:
+        """Keep the last few versions of every partition the controller has since changed or
+        removed (a leader may still act on one), and the broker ids unregistered."""
+        image, seen = self.state.image, self.seen
+        if image.partitions is not seen.partitions:
+            for key, old in seen.partitions.items():
+                if image.partitions.get(key) is not old and old.leader in seen.brokers:
+                    views = self.views.setdefault(key, [])
+                    views.append((old, seen.brokers[old.leader].epoch))
+                    del views[:-VIEWS_KEPT]
+        if image.brokers is not seen.brokers:
+            self.unregistered |= set(seen.brokers) - set(image.brokers)
+        self.seen = image
+
+    def fetching(self, p: Partition) -> list[int]:
+        """A faulty leader, half the time, has not yet learned that the controller fenced a
+        follower: every running replica it sees fetching may join the ISR (ISR-8)."""
+        if "faulty-leader" in self.faults and self.rng.random() < 0.5:
+            return [r for r in p.replicas if r in self.processes and self.processes[r].sends_heartbeats]
+        return super().fetching(p)
+
+    def led(self) -> list[Partition]:
+        """Partitions whose leader is registered."""
+        image = self.state.image
+        return [p for p in image.partitions_in_order() if p.leader in image.brokers]
 
     # ---- the faults ----------------------------------------------------------------------
 
@@ -149,31 +188,115 @@ class FaultySimulation(Simulation):
         request = self.rng.choice(self.sent_heartbeats)
         return f"a late copy of an earlier heartbeat of broker {request.broker_id} arrives", request
 
-    def malformed(self):
+    def faulty_alter_isr(self):
+        """A partition leader's AlterIsr gone wrong: decided on an earlier version of its
+        partition and arriving late, from a previous process, from a follower, naming the
+        partition twice, or with a malformed ISR."""
         rng, image = self.rng, self.state.image
-        choice = rng.randrange(7)
-        if choice == 0:
-            return "a broker with a negative id registers", BrokerRegistrationRequest(-1, self.state.config.cluster_id, UUID(int=5), features=FEATURES)
-        if choice == 1:
-            return "a broker of another cluster registers", BrokerRegistrationRequest(9, "another-cluster", UUID(int=6), features=FEATURES)
-        if choice == 2:
-            return "a heartbeat from an unknown broker id", BrokerHeartbeatRequest(rng.randrange(40, 50), 3, 0, False, False)
-        if choice == 3:
-            return "a heartbeat at an unsupported version", BrokerHeartbeatRequest(1, 1, 0, False, False, version=9)
-        if choice == 4 and image.partitions:
-            p = rng.choice(image.partitions_in_order())
-            isr = rng.choice([[], [p.leader, p.leader], [p.leader, 77]])
-            entry = AlterIsrPartition(p.partition_id, p.leader_epoch, isr, p.partition_epoch)
-            epoch = image.brokers[p.leader].epoch if p.leader in image.brokers else 0
-            return f"leader {p.leader} sends a malformed ISR {isr}", AlterIsrRequest(p.leader, epoch, [AlterIsrTopic(p.topic_id, [entry])])
-        if choice == 5:
+        led = self.led()
+        followed = [p for p in led if any(r != p.leader and r in image.brokers for r in p.replicas)]
+        demoted, lagging = self.demoted(), self.lagging()
+        kinds = ["delayed"] * 2 * bool(self.views) + ["demoted"] * 4 * bool(demoted) + ["lagging"] * 2 * bool(lagging)
+        kind = rng.choice(kinds + ["old process", "named twice", "bad isr"] * bool(led) + ["not the leader"] * bool(followed))
+        if kind == "delayed":
+            return self.delayed_alter_isr()
+        if kind == "demoted":  # the leader decided before an election moved its partition on
+            return self.late_alter_isr(*rng.choice(demoted))
+        if kind == "lagging":
+            return self.late_alter_isr(*rng.choice(lagging), "a leader acts on the committed metadata it has applied")
+        if kind == "not the leader":
+            p = rng.choice(followed)
+            b = rng.choice([r for r in p.replicas if r != p.leader and r in image.brokers])
+            return (f"follower {b} of {self.partition_name(p)} asks to change its ISR as if it led it",
+                    self.isr_request(b, image.brokers[b].epoch, p, list(p.isr)))
+        p = rng.choice(led)
+        epoch = image.brokers[p.leader].epoch
+        if kind == "old process":
+            old = self.old_epochs.get(p.leader, epoch - 1)
+            return (f"an AlterIsr of a previous process of leader {p.leader} (broker epoch {old}) arrives",
+                    self.isr_request(p.leader, old, p, list(p.isr)))
+        if kind == "named twice":
+            return (f"leader {p.leader} sends two ISR changes for {self.partition_name(p)} in one request",
+                    self.isr_request(p.leader, epoch, p, [p.leader], list(p.isr)))
+        isr = rng.choice([[], [p.leader, p.leader], [p.leader, 77], [r for r in p.isr if r != p.leader] or [77]])
+        return f"leader {p.leader} sends a malformed ISR {isr}", self.isr_request(p.leader, epoch, p, isr)
+
+    def delayed_alter_isr(self):
+        """An AlterIsr a leader decided on an earlier version of its partition, arriving late: the
+        partition has moved on (ISR-4, ISR-6), its topic is gone (ISR-3), or the leader has
+        registered again since (ISR-2)."""
+        rng, partitions = self.rng, self.state.image.partitions
+        keys = sorted(self.views)
+        live = [k for k in keys if k in partitions]
+        old, epoch = rng.choice(self.views[rng.choice(live if live and (len(live) == len(keys) or rng.random() < 0.75) else keys)])
+        return self.late_alter_isr(old, epoch)
+
+    def demoted(self) -> list[tuple[Partition, int]]:
+        """Earlier versions of partitions that have had a leader election since."""
+        partitions = self.state.image.partitions
+        return [(v, e) for k in sorted(self.views) if k in partitions for v, e in self.views[k]
+                if partitions[k].leader_epoch != v.leader_epoch]
+
+    def lagging(self) -> list[tuple[Partition, int]]:
+        """Partitions as the committed metadata has them, where the controller has changed them
+        since, each with its leader's committed broker epoch."""
+        state = self.state
+        committed, partitions = state.committed_image, state.image.partitions
+        return [(p, committed.brokers[p.leader].epoch) for k, p in sorted(committed.partitions.items())
+                if partitions.get(k) is not p and p.leader in committed.brokers]
+
+    def late_alter_isr(self, old: Partition, epoch: int, why: str = "a delayed AlterIsr arrives"):
+        """The AlterIsr the leader of ``old`` decides on it (with broker epoch ``epoch``)."""
+        fetching = [r for r in old.replicas if r in self.processes and self.processes[r].sends_heartbeats]
+        new_isr, what = self.isr_change(old, fetching) or (list(old.isr), f"leader {old.leader} of {self.partition_name(old)} repeats its ISR")
+        note = f"{why}: {what}, at leader epoch {old.leader_epoch}, partition epoch {old.partition_epoch}, broker epoch {epoch}"
+        return note, self.isr_request(old.leader, epoch, old, new_isr)
+
+    def operator_mistake(self):
+        rng, image = self.rng, self.state.image
+        gone = sorted(self.unregistered - set(image.brokers))
+        kind = rng.choice(["impossible topic", "impossible reassignment", "mistyped id"] + ["again"] * bool(gone)
+                          + ["unsafe unregister"] * bool(image.brokers))
+        if kind == "impossible topic":
             topic = CreatableTopic(rng.choice(["", "bad name", "x" * 250, TOPIC]), UUID(int=rng.getrandbits(128)), 1, 1)
             return "the operator asks for an impossible topic", CreateTopicsRequest([topic])
-        target = rng.choice([[], [1, 1], [99]])
-        request = AlterPartitionReassignmentsRequest([ReassignableTopic(rng.choice([TOPIC, "missing"]), [ReassignablePartition(0, target)])])
-        return f"the operator asks for an impossible reassignment to {target}", request
+        if kind == "impossible reassignment":
+            target = rng.choice([[], [1, 1], [99]])
+            request = AlterPartitionReassignmentsRequest([ReassignableTopic(rng.choice([TOPIC, "missing"]), [ReassignablePartition(0, target)])])
+            return f"the operator asks for an impossible reassignment to {target}", request
+        if kind == "mistyped id":
+            b = rng.randrange(30, 40)
+            return f"the operator mistypes a broker id and unregisters broker {b}", UnregisterBrokerRequest(b)
+        if kind == "again":
+            b = rng.choice(gone)
+            return f"the operator runs the unregister command for broker {b} again", UnregisterBrokerRequest(b)
+        b = rng.choice(sorted(image.brokers))
+        return f"the operator unregisters broker {b} while it still holds data", UnregisterBrokerRequest(b)
+
+    def malformed(self):
+        rng, image, cluster = self.rng, self.state.image, self.state.config.cluster_id
+        registered = sorted(image.brokers)
+        kind = rng.choice(["negative id", "other cluster", "unknown id", "version", "older release"] + ["negative offset"] * bool(registered))
+        if kind == "negative id":
+            return "a broker with a negative id registers", BrokerRegistrationRequest(-1, cluster, UUID(int=5), features=FEATURES)
+        if kind == "other cluster":
+            return "a broker of another cluster registers", BrokerRegistrationRequest(9, "another-cluster", UUID(int=6), features=FEATURES)
+        if kind == "unknown id":
+            return "a heartbeat from an unknown broker id", BrokerHeartbeatRequest(rng.randrange(40, 50), 3, 0, False, False)
+        if kind == "version":
+            return "a heartbeat at an unsupported version", BrokerHeartbeatRequest(1, 1, 0, False, False, version=9)
+        if kind == "older release":
+            b = rng.randrange(20, 25)
+            request = BrokerRegistrationRequest(b, cluster, UUID(int=rng.getrandbits(128)), features=(Feature("metadata.format", 0, 0),))
+            return f"broker {b}, of an older release that knows only metadata.format 0, tries to join", request
+        b = rng.choice(registered)
+        return f"broker {b} heartbeats with a negative metadata offset", BrokerHeartbeatRequest(b, image.brokers[b].epoch, -1, False, False)
 
     def delete_and_recreate(self):
+        image = self.state.image
+        moving = any(p.is_reassigning for p in image.partitions_of(image.topic_named(TOPIC).topic_id))
+        if moving and self.rng.random() < 0.7:
+            return f"the operator gives up moving topic {TOPIC!r} and deletes it", DeleteTopicsRequest([TOPIC])
         if self.rng.random() < 0.5:
             return f"the operator deletes topic {TOPIC!r}", DeleteTopicsRequest([TOPIC])
         registered = sorted(self.state.image.brokers)
@@ -183,12 +306,6 @@ class FaultySimulation(Simulation):
 
     def list_reassignments(self):
         return "the operator lists reassignments", ListPartitionReassignmentsRequest(None)
-
-    def unregister(self):
-        if self.rng.random() < 0.3 and self.state.image.brokers:  # an unsafe decommission now and then
-            b = self.rng.choice(sorted(self.state.image.brokers))
-            return f"the operator unregisters broker {b} while it still holds data", UnregisterBrokerRequest(b)
-        return super().unregister()
 
 
 def swarm(seed: int) -> dict[str, Any]:

@@ -111,15 +111,16 @@ class Simulation:
             elif kind == BrokerState.STARTING and b not in self.waiting_registration and self.registration_due.get(b, 0) <= now:
                 starters.append(b)
         topic = image.topic_named(TOPIC)
+        moving = topic is not None and any(p.is_reassigning for p in image.partitions.values())
         return [
             (5 if starters else 0, self.register),
             (6 if due else 0, self.heartbeat),
             (4 if state.log_end_offset > state.committed_offset else 0, self.commit),
             (10 if never_started else 1 if stopped else 0, self.start),
             (2 if recovering else 0, self.finish_recovery),
-            (4 if topic is None and len(running) >= min(3, len(self.processes)) else 0, self.create_topic),
-            (2 if topic is not None else 0, self.alter_isr),
-            (1 if topic is not None and len(image.brokers) > 1 else 0, self.reassign),
+            (self.topic_weight(topic, len(running)), self.create_topic),
+            (0 if topic is None else 4 if moving else 2, self.alter_isr),  # followers of a move catch up
+            (1.5 if topic is not None and len(image.brokers) > 1 else 0, self.reassign),
             (0.3 if running else 0, self.sigterm),
             (0.2 if running else 0, self.crash),
             (0.3 if stopped and self.decommissionable() else 0, self.unregister),
@@ -130,6 +131,15 @@ class Simulation:
         ]
 
     # ---- who can do what --------------------------------------------------------------
+
+    def topic_weight(self, topic, running: int) -> float:
+        """The operator creates the topic once enough brokers run, and now and then as soon as
+        enough have registered, without waiting for them to be unfenced (TOPIC-4 allows it)."""
+        if topic is not None:
+            return 0
+        enough = min(3, len(self.processes))
+        return 4 if running >= enough else 1 if len(self.state.image.brokers) >= enough else 0
+
 
     def unregistered_starters(self) -> list[int]:
         return [
@@ -228,33 +238,56 @@ class Simulation:
         if not candidates:
             return self.tick()
         p = self.rng.choice(candidates)
+        change = self.isr_change(p, self.fetching(p))
+        if change is None:
+            return self.tick()
+        new_isr, note = change
+        return note, self.isr_request(p.leader, self.state.image.brokers[p.leader].epoch, p, new_isr)
+
+    def fetching(self, p: Partition) -> list[int]:
+        """The replicas of ``p`` its leader sees keeping up: running, and unfenced as far as the
+        controller knows (this leader learns of every fencing at once)."""
         image = self.state.image
-        live = [r for r in p.replicas if r in image.brokers and not image.brokers[r].fenced and self.processes[r].sends_heartbeats]
-        behind = [r for r in live if r not in p.isr]
+        return [r for r in p.replicas if r in image.brokers and not image.brokers[r].fenced and self.processes[r].sends_heartbeats]
+
+    def isr_change(self, p: Partition, fetching: list[int]) -> tuple[list[int], str] | None:
+        """The ISR the leader of ``p`` asks for: the first replica of ``fetching`` outside the ISR
+        joins it, or else a random follower leaves it; None if there is no follower to drop."""
+        behind = [r for r in fetching if r not in p.isr]
         if behind:
-            new_isr = [*p.isr, behind[0]]
-            note = f"leader {p.leader} of {TOPIC}-{p.partition_id} sees broker {behind[0]} catch up"
-        else:
-            followers = [r for r in p.isr if r != p.leader]
-            if not followers:
-                return self.tick()
-            dropped = self.rng.choice(followers)
-            new_isr = [r for r in p.isr if r != dropped]
-            note = f"leader {p.leader} of {TOPIC}-{p.partition_id} drops lagging follower {dropped}"
-        entry = AlterIsrPartition(p.partition_id, p.leader_epoch, new_isr, p.partition_epoch)
-        request = AlterIsrRequest(p.leader, image.brokers[p.leader].epoch, [AlterIsrTopic(p.topic_id, [entry])])
-        return note, request
+            return [*p.isr, behind[0]], f"leader {p.leader} of {self.partition_name(p)} sees broker {behind[0]} catch up"
+        followers = [r for r in p.isr if r != p.leader]
+        if not followers:
+            return None
+        dropped = self.rng.choice(followers)
+        return [r for r in p.isr if r != dropped], f"leader {p.leader} of {self.partition_name(p)} drops lagging follower {dropped}"
+
+    def partition_name(self, p: Partition) -> str:
+        topic = self.state.image.topics.get(p.topic_id)
+        return f"{topic.name if topic else 'a deleted topic'}-{p.partition_id}"
+
+    @staticmethod
+    def isr_request(sender: int, broker_epoch: int, p: Partition, *isrs: list[int]) -> AlterIsrRequest:
+        """An AlterIsr from ``sender`` naming ``p`` at the epochs given in ``p``, once per ISR of ``isrs``."""
+        entries = [AlterIsrPartition(p.partition_id, p.leader_epoch, isr, p.partition_epoch) for isr in isrs]
+        return AlterIsrRequest(sender, broker_epoch, [AlterIsrTopic(p.topic_id, entries)])
 
     def reassign(self):
         image = self.state.image
         p = self.rng.choice(image.partitions_in_order())
+        name, topic = self.partition_name(p), image.topics[p.topic_id].name
+        current = p.target_replicas if p.is_reassigning else p.replicas
         if p.is_reassigning and self.rng.random() < 0.4:
-            target, note = None, f"the operator cancels the reassignment of {TOPIC}-{p.partition_id}"
+            target, note = None, f"the operator cancels the reassignment of {name}"
+        elif len(current) > 1 and self.rng.random() < 0.3:
+            dropped = self.rng.choice(current)
+            target = [r for r in current if r != dropped]
+            note = f"the operator takes broker {dropped} off {name}: {target}"
         else:
-            size = max(1, len(p.target_replicas) if p.is_reassigning else len(p.replicas))
+            size = max(1, len(current))
             target = self.rng.sample(sorted(image.brokers), min(size, len(image.brokers)))
-            note = f"the operator moves {TOPIC}-{p.partition_id} to {target}"
-        request = AlterPartitionReassignmentsRequest([ReassignableTopic(TOPIC, [ReassignablePartition(p.partition_id, target)])])
+            note = f"the operator moves {name} to {target}"
+        request = AlterPartitionReassignmentsRequest([ReassignableTopic(topic, [ReassignablePartition(p.partition_id, target)])])
         return note, request
 
     def sigterm(self):
