@@ -143,17 +143,42 @@ class Controller:
             self._bootstrap()
 
     @classmethod
-    def open(cls, directory: str | os.PathLike, config: ControllerConfig | None = None, now_ms: int = 0) -> "Controller":
+    def open(
+        cls,
+        directory: str | os.PathLike,
+        config: ControllerConfig | None = None,
+        now_ms: int = 0,
+        *,
+        committed_offset_missing: str = "refuse",
+        quarantine_and_continue: bool = False,
+    ) -> "Controller":
         """An active controller on a metadata log directory (``metadata.log.dir``).
 
         A new directory is formatted with the bootstrap batch (LOG-14). Otherwise the newest valid
         snapshot is loaded and the committed records after it replayed (LOG-12); what was not
-        committed is dropped, as at a failover (LOG-10). ``startup`` reports what recovery cut
-        and which snapshots were skipped, by path and reason.
+        committed is dropped, as at a failover (LOG-10). ``startup`` reports what recovery cut,
+        what it moved into quarantine and which snapshots were skipped, by path and reason.
+
+        Opening never deletes a record that may have been committed (impl/STORAGE.md, "Recovery
+        at open"): a damaged directory is refused with a :class:`StorageError` naming it and the
+        choices. With ``committed_offset_missing="keep"`` a log whose committed offset file is
+        missing counts as committed what the directory proves (the newest valid snapshot's end
+        offset, or the log start) and keeps every later record as uncommitted batches, in memory
+        and on disk, until the next commit. With ``quarantine_and_continue`` what cannot be
+        recovered is moved into the log's ``quarantine`` folder and the controller starts without it.
         """
         directory = Path(directory)
-        disk = DiskLog(directory / "log")
-        snapshots = SnapshotStore(directory / "snapshots")
+        disk = DiskLog(
+            directory / "log", committed_offset_missing=committed_offset_missing, quarantine_and_continue=quarantine_and_continue
+        )
+        try:
+            return cls._recover(disk, SnapshotStore(directory / "snapshots"), config, now_ms)
+        except BaseException:
+            disk.close()
+            raise
+
+    @classmethod
+    def _recover(cls, disk: DiskLog, snapshots: SnapshotStore, config: ControllerConfig | None, now_ms: int) -> "Controller":
         fresh = disk.end_offset == 0 and not snapshots.list()
         controller = cls(config, now_ms, bootstrap=False)
         controller.disk, controller.snapshots = disk, snapshots
@@ -165,18 +190,41 @@ class Controller:
         for frame in rebuild.frames():
             replay(decode_record(frame)[0])
         committed = rebuild.to_offset
-        if disk.end_offset > committed:
-            disk.truncate(committed)  # the uncommitted tail, as at a failover
         controller.log_start_offset = rebuild.snapshot.end_offset if rebuild.snapshot else disk.start_offset
         controller.log_end_offset = controller.committed_offset = committed
+        kept = None
+        if disk.end_offset > committed:
+            if disk.committed_offset_known:
+                disk.truncate(committed)  # the uncommitted tail, as at a failover
+            else:  # which of them were committed is unknown: keep them, uncommitted, for the quorum to decide
+                kept = range(committed, disk.end_offset)
+                controller._keep_uncommitted(committed)
         for broker_id, registration in sorted(controller.state.cluster.brokers.items()):
             controller.leases.start(broker_id, now_ms, registration.fenced)  # LEASE-14
         controller.startup = {
             "recovery": disk.recovery,
+            "quarantined": tuple(disk.quarantined),
+            "committed_loss": disk.committed_loss,
+            "committed_offset_known": disk.committed_offset_known,
+            "uncommitted_kept": kept,
             "snapshot": rebuild.snapshot.path if rebuild.snapshot else None,
             "snapshot_problems": rebuild.snapshot_problems,
         }
         return controller
+
+    def _keep_uncommitted(self, committed: int) -> None:
+        """Replay the log's batches after ``committed`` as uncommitted batches (LOG-5): in the
+        in-memory state and the journal, so that a commit keeps them and a failover undoes them."""
+        assert self.disk is not None
+        journal = self.state.journal
+        for batch in self.disk.read(committed, self.disk.end_offset):
+            records = tuple(decode_record(frame)[0] for frame in batch.frames)
+            journal.open_batch()
+            for record in records:
+                self.state.replay(record)
+            self.log_end_offset = batch.base_offset + len(records)
+            journal.close_batch(self.log_end_offset)
+            self.batches.append((batch.base_offset, records))
 
     def close(self) -> None:
         if self.disk is not None:

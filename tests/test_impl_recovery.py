@@ -2,10 +2,14 @@
 the committed state (LOG-10, LOG-12), whatever a crash did to the uncommitted tail."""
 
 import shutil
+
+import pytest
 from uuid import UUID
 
 
 from kraftspec.impl.controller import Controller
+from kraftspec.impl.storage import StorageError
+from test_impl_storage import files_of
 from kraftspec.impl.messages import (
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
@@ -106,3 +110,90 @@ def test_failover_truncates_the_tail_on_disk_too(tmp_path):
     assert controller.disk.end_offset == end
     controller.close()
     assert Controller.open(tmp_path).log_end_offset == end
+
+
+def segment_bytes(directory) -> int:
+    return sum(p.stat().st_size for p in (directory / "log").glob("*.log"))
+
+
+@pytest.mark.parametrize("snapshot", [True, False])
+def test_a_missing_committed_offset_file_deletes_nothing_and_keep_recovers_every_record(tmp_path, snapshot):
+    """Without the file, which records were committed is unknown: the open refuses, naming the
+    directory and the choices, and changes nothing; with committed_offset_missing="keep" every
+    record stays, the snapshot's end offset (what the directory proves) counts as committed and
+    the rest waits, uncommitted, for the next commit."""
+    controller = busy_cluster(tmp_path)
+    if snapshot:
+        controller.take_snapshot()
+    proven = controller.committed_offset if snapshot else 0
+    controller.handle_request(UnregisterBrokerRequest(broker_id=3))
+    controller.commit(controller.log_end_offset)
+    committed = list(controller.committed_records())
+    end = controller.log_end_offset
+    controller.close()
+    (tmp_path / "log" / "committed-offset").unlink()
+    before = files_of(tmp_path)
+    with pytest.raises(StorageError) as raised:
+        Controller.open(tmp_path)
+    assert str(tmp_path / "log" / "committed-offset") in str(raised.value)
+    assert "committed_offset_missing='keep'" in str(raised.value)
+    assert files_of(tmp_path) == before
+    restarted = Controller.open(tmp_path, committed_offset_missing="keep")
+    assert files_of(tmp_path) == before  # not a byte deleted
+    assert restarted.committed_offset == proven and restarted.log_end_offset == end
+    assert restarted.startup["uncommitted_kept"] == range(proven, end)
+    assert restarted.startup["committed_offset_known"] is False
+    assert 3 not in restarted.state.cluster.brokers  # the kept records are in the in-memory state
+    restarted.commit(end)  # the quorum says they were committed
+    assert list(restarted.committed_records()) == committed
+    restarted.close()
+    reopened = Controller.open(tmp_path)  # the file is back
+    assert list(reopened.committed_records()) == committed and reopened.log_end_offset == end
+    reopened.close()
+
+
+def test_a_failover_with_the_committed_offset_unknown_sets_the_tail_aside(tmp_path):
+    controller = busy_cluster(tmp_path)
+    controller.close()
+    (tmp_path / "log" / "committed-offset").unlink()
+    before = segment_bytes(tmp_path)
+    restarted = Controller.open(tmp_path, committed_offset_missing="keep")
+    restarted.failover()
+    [aside] = restarted.disk.quarantined
+    restarted.close()
+    assert segment_bytes(tmp_path) + sum(p.stat().st_size for p in aside.files) == before
+
+
+def test_an_empty_stray_segment_file_loses_no_committed_record(tmp_path):
+    """A stray empty segment is not a gap: every record is kept, and the file is set aside."""
+    controller = busy_cluster(tmp_path)
+    committed = list(controller.committed_records())
+    controller.close()
+    stray = tmp_path / "log" / f"{5:020d}.log"
+    stray.touch()
+    restarted = Controller.open(tmp_path)
+    assert list(restarted.committed_records()) == committed
+    [aside] = restarted.startup["quarantined"]
+    assert aside.files == (tmp_path / "log" / "quarantine" / "0001" / stray.name,) and not stray.exists()
+    restarted.close()
+
+
+def test_a_damaged_directory_is_refused_with_the_lock_released(tmp_path):
+    """A refused open names what is wrong and leaves the directory free for the next attempt."""
+    controller = busy_cluster(tmp_path)
+    controller.take_snapshot()
+    controller.close()
+    shutil.rmtree(tmp_path / "log")
+    for _ in range(2):
+        with pytest.raises(StorageError, match="past the log end offset 0"):
+            Controller.open(tmp_path)
+
+
+def test_a_missing_first_segment_is_refused_by_name(tmp_path):
+    controller = busy_cluster(tmp_path)
+    controller.close()
+    first = sorted((tmp_path / "log").glob("*.log"))[0]
+    first.rename(first.with_name(f"{1:020d}.log"))  # the log no longer starts at 0
+    with pytest.raises(StorageError, match="DATA LOSS") as raised:
+        Controller.open(tmp_path)
+    assert f"offsets 0 to 0 are missing: no segment file holds them, between the log start (offset 0, recorded in committed-offset) and {1:020d}.log" in str(raised.value)
