@@ -135,5 +135,8 @@ def _maven_build(version: str, target: Path) -> None:
         if target.exists():
             shutil.rmtree(target)
         staged.rename(target)
+        for stale in target.parent.glob(f"{version}-*"):  # builds of older adapter sources
+            if stale != target and not stale.name.startswith("build-"):
+                shutil.rmtree(stale, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)

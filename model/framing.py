@@ -48,6 +48,20 @@ def _in_versions(spec: str, version: int) -> bool:
     return int(low) <= version <= int(high or low)
 
 
+@functools.cache
+def _nullable(spec: str | None, version: int) -> bool:
+    """Whether a field whose ``nullableVersions`` is ``spec`` may be null at ``version``: only
+    where the schema says so (LOG-3); a field without ``nullableVersions`` never is."""
+    return spec is not None and _in_versions(spec, version)
+
+
+def _element(field: dict[str, Any]) -> dict[str, Any]:
+    """The field of one element of an array field: the element type, never null (LOG-3)."""
+    element = {k: v for k, v in field.items() if k not in ("nullableVersions", "tag", "taggedVersions", "default")}
+    element["type"] = field["type"][2:]
+    return element
+
+
 def _default(field: dict[str, Any]) -> Any:
     raw = field.get("default")
     if raw is None or raw == "null":
@@ -111,10 +125,12 @@ def _encode_struct(obj: Any, fields: list[dict[str, Any]], version: int) -> byte
 
 def _encode_value(value: Any, field: dict[str, Any], version: int) -> bytes:
     kind = field["type"]
+    if value is None and not _nullable(field.get("nullableVersions"), version):
+        raise ValueError(f"{field['name']} is None, but the field is not nullable")
     if kind.startswith("[]"):
         if value is None:
             return uvarint(0)
-        element = dict(field, type=kind[2:])
+        element = _element(field)
         items = b"".join(_encode_value(v, element, version) for v in value)
         return uvarint(len(value) + 1) + items
     if kind in _FIXED:
@@ -230,16 +246,24 @@ def _decode_struct(reader: _Reader, fields: list[dict[str, Any]], version: int, 
     return values
 
 
+def _null(field: dict[str, Any], version: int, at: int, where: str) -> None:
+    """LOG-3: a null (length varint 0) read at ``at``: None where the schema makes the field
+    nullable at ``version``; anywhere else the payload is malformed (LOG-2)."""
+    if not _nullable(field.get("nullableVersions"), version):
+        raise FrameError(at, f"{where}: null, but the field is not nullable")
+    return None
+
+
 def _decode_value(reader: _Reader, field: dict[str, Any], version: int, where: str) -> Any:
     kind = field["type"]
     if kind.startswith("[]"):
         at = reader.pos
         n = reader.uvarint(f"{where} length")
         if n == 0:
-            return None
+            return _null(field, version, at, where)
         if n - 1 > reader.remaining():  # every element takes at least one byte
             raise FrameError(at, f"{where}: {n - 1} elements claimed, {reader.remaining()} bytes left")
-        element = dict(field, type=kind[2:])
+        element = _element(field)
         return tuple(_decode_value(reader, element, version, where) for _ in range(n - 1))
     if kind in _FIXED:
         return struct.unpack(_FIXED[kind], reader.take(struct.calcsize(_FIXED[kind]), where))[0]
@@ -255,7 +279,7 @@ def _decode_value(reader: _Reader, field: dict[str, Any], version: int, where: s
         at = reader.pos
         n = reader.uvarint(f"{where} length")
         if n == 0:
-            return None
+            return _null(field, version, at, where)
         data = reader.take(n - 1, where)
         if kind == "bytes":
             return data

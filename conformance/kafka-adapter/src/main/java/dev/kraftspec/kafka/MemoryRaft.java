@@ -8,19 +8,17 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.Proxy;
 
-import org.apache.kafka.common.Node;
-import org.apache.kafka.common.network.ListenerName;
 import org.apache.kafka.raft.Batch;
 import org.apache.kafka.raft.BatchReader;
 import org.apache.kafka.raft.LeaderAndEpoch;
 import org.apache.kafka.raft.RaftClient;
+import org.apache.kafka.raft.RaftClient.Listener;
 import org.apache.kafka.raft.errors.NotLeaderException;
 import org.apache.kafka.server.common.ApiMessageAndVersion;
 import org.apache.kafka.server.common.KRaftVersion;
-import org.apache.kafka.server.common.OffsetAndEpoch;
-import org.apache.kafka.snapshot.SnapshotWriter;
 
 /**
  * The metadata quorum, as the trace drives it: a log in memory that commits when a commit event
@@ -31,7 +29,7 @@ import org.apache.kafka.snapshot.SnapshotWriter;
  * thread; the session calls everything else on the main thread while the controller is idle.
  * Every method is synchronized, which is all the ordering this needs.
  */
-final class MemoryRaft implements RaftClient<ApiMessageAndVersion> {
+final class MemoryRaft {
     static final int SELF = 0;
     static final int OTHER = 1;
 
@@ -104,42 +102,74 @@ final class MemoryRaft implements RaftClient<ApiMessageAndVersion> {
         return committedEnd;
     }
 
-    // ---- RaftClient ----
+    // ---- the RaftClient the controller sees ----
 
-    @Override
-    public synchronized void register(Listener<ApiMessageAndVersion> l) {
+    /**
+     * This log as Kafka's {@code RaftClient}. The interface changes between Kafka releases (a
+     * method's return type, a class that moved package), so it is implemented by a proxy that
+     * answers by method name: one adapter source builds against every 4.x release.
+     */
+    @SuppressWarnings("unchecked")
+    RaftClient<ApiMessageAndVersion> asClient() {
+        InvocationHandler handler = (proxy, method, args) -> switch (method.getName()) {
+            case "register" -> {
+                register((Listener<ApiMessageAndVersion>) args[0]);
+                yield null;
+            }
+            case "unregister" -> {
+                unregister((Listener<ApiMessageAndVersion>) args[0]);
+                yield null;
+            }
+            case "highWatermark" -> highWatermark();
+            case "leaderAndEpoch" -> leaderAndEpoch();
+            case "nodeId" -> OptionalInt.of(SELF);
+            case "voterNode", "createSnapshot", "latestSnapshotId" -> Optional.empty();
+            case "prepareAppend" -> prepareAppend((Integer) args[0], (List<ApiMessageAndVersion>) args[1]);
+            case "schedulePreparedAppend" -> {
+                schedulePreparedAppend();
+                yield null;
+            }
+            case "shutdown" -> CompletableFuture.completedFuture(null);
+            case "resign" -> {
+                resign();
+                yield null;
+            }
+            case "logEndOffset" -> logEndOffset();
+            case "kraftVersion" -> KRaftVersion.KRAFT_VERSION_0;
+            case "close" -> null;
+            case "hashCode" -> System.identityHashCode(proxy);
+            case "equals" -> proxy == args[0];
+            case "toString" -> "kraftspec's in-memory metadata log";
+            default -> {
+                if (method.isDefault()) {
+                    yield InvocationHandler.invokeDefault(proxy, method, args);
+                }
+                throw new UnsupportedOperationException("the adapter's Raft client does not do " + method.getName());
+            }
+        };
+        return (RaftClient<ApiMessageAndVersion>) Proxy.newProxyInstance(
+            RaftClient.class.getClassLoader(), new Class<?>[] {RaftClient.class}, handler);
+    }
+
+    private synchronized void register(Listener<ApiMessageAndVersion> l) {
         this.listener = l;
     }
 
-    @Override
-    public synchronized void unregister(Listener<ApiMessageAndVersion> l) {
+    private synchronized void unregister(Listener<ApiMessageAndVersion> l) {
         if (this.listener == l) {
             this.listener = null;
         }
     }
 
-    @Override
-    public synchronized OptionalLong highWatermark() {
+    private synchronized OptionalLong highWatermark() {
         return committedEnd == 0 ? OptionalLong.empty() : OptionalLong.of(committedEnd);
     }
 
-    @Override
-    public synchronized LeaderAndEpoch leaderAndEpoch() {
+    private synchronized LeaderAndEpoch leaderAndEpoch() {
         return leader;
     }
 
-    @Override
-    public OptionalInt nodeId() {
-        return OptionalInt.of(SELF);
-    }
-
-    @Override
-    public Optional<Node> voterNode(int id, ListenerName listenerName) {
-        return Optional.empty();
-    }
-
-    @Override
-    public synchronized long prepareAppend(int epoch, List<ApiMessageAndVersion> records) {
+    private synchronized long prepareAppend(int epoch, List<ApiMessageAndVersion> records) {
         if (!leader.isLeader(SELF) || epoch != leader.epoch()) {
             throw new NotLeaderException("node " + SELF + " is not the leader at epoch " + epoch);
         }
@@ -148,50 +178,18 @@ final class MemoryRaft implements RaftClient<ApiMessageAndVersion> {
         return b.lastOffset();
     }
 
-    @Override
-    public synchronized void schedulePreparedAppend() {
+    private synchronized void schedulePreparedAppend() {
         log.addAll(prepared);
         appendedSinceDrain.addAll(prepared);
         prepared.clear();
     }
 
-    @Override
-    public CompletionStage<Void> shutdown(int timeoutMs) {
-        return CompletableFuture.completedFuture(null);
-    }
-
-    @Override
-    public synchronized void resign(int epoch) {
+    private synchronized void resign() {
         resigned = true;
     }
 
-    @Override
-    public Optional<SnapshotWriter<ApiMessageAndVersion>> createSnapshot(OffsetAndEpoch id, long timestamp) {
-        return Optional.empty();
-    }
-
-    @Override
-    public Optional<OffsetAndEpoch> latestSnapshotId() {
-        return Optional.empty();
-    }
-
-    @Override
-    public synchronized long logEndOffset() {
+    synchronized long logEndOffset() {
         return nextOffset;
-    }
-
-    @Override
-    public KRaftVersion kraftVersion() {
-        return KRaftVersion.KRAFT_VERSION_0;
-    }
-
-    @Override
-    public void upgradeKRaftVersion(int epoch, KRaftVersion version, boolean validateOnly) {
-        throw new UnsupportedOperationException("kraft.version cannot change in this adapter");
-    }
-
-    @Override
-    public void close() {
     }
 
     private Batch<ApiMessageAndVersion> batch(List<ApiMessageAndVersion> records, int epoch) {

@@ -1,5 +1,7 @@
 package dev.kraftspec.kafka;
 
+import java.util.function.Supplier;
+
 import org.apache.kafka.common.utils.Time;
 
 /**
@@ -30,5 +32,18 @@ final class MockClock implements Time {
     @Override
     public void sleep(long ms) {
         // Nothing in the controller should sleep; time moves only with the trace.
+    }
+
+    // Abstract in Time before Kafka 4.4, a default method since: declared without @Override so
+    // that the adapter builds against both. The controller does not call it.
+    public void waitObject(Object obj, Supplier<Boolean> condition, long deadlineMs) throws InterruptedException {
+        synchronized (obj) {
+            while (!condition.get()) {
+                if (milliseconds() >= deadlineMs) {
+                    throw new org.apache.kafka.common.errors.TimeoutException("condition not met by " + deadlineMs + " ms");
+                }
+                obj.wait(100);
+            }
+        }
     }
 }

@@ -6,7 +6,6 @@ import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Random;
 import java.util.Set;
@@ -44,7 +43,6 @@ import org.apache.kafka.controller.ControllerRequestContext;
 import org.apache.kafka.controller.QuorumController;
 import org.apache.kafka.controller.QuorumFeatures;
 import org.apache.kafka.controller.ResultOrError;
-import org.apache.kafka.controller.metrics.QuorumControllerMetrics;
 import org.apache.kafka.metadata.KafkaConfigSchema;
 import org.apache.kafka.metadata.bootstrap.BootstrapMetadata;
 import org.apache.kafka.metadata.placement.StripedReplicaPlacer;
@@ -86,23 +84,25 @@ final class Session implements AutoCloseable {
             this.faults.add(message + (cause == null ? "" : ": " + cause));
             return new RuntimeException(message, cause);
         };
-        ConfigDef minIsr = new ConfigDef().define("min.insync.replicas", ConfigDef.Type.INT, 1,
-            ConfigDef.Importance.HIGH, "");
+        // The two topic settings the controller reads while it changes partitions, at Kafka's defaults.
+        ConfigDef topicConfigs = new ConfigDef()
+            .define("min.insync.replicas", ConfigDef.Type.INT, 1, ConfigDef.Importance.HIGH, "")
+            .define("unclean.leader.election.enable", ConfigDef.Type.BOOLEAN, false, ConfigDef.Importance.HIGH, "");
         controller = new QuorumController.Builder(MemoryRaft.SELF, config.get("cluster_id").asText())
             .setTime(clock)
             .setThreadNamePrefix("kraftspec-kafka-")
-            .setRaftClient(raft)
+            .setRaftClient(raft.asClient())
             .setQuorumFeatures(new QuorumFeatures(MemoryRaft.SELF, QuorumFeatures.defaultSupportedFeatureMap(true),
                 List.of(MemoryRaft.SELF)))
             .setBootstrapMetadata(BootstrapMetadata.fromVersion(metadataVersion, "kraftspec trace"))
             .setConfigSchema(new KafkaConfigSchema(
-                Map.of(ConfigResource.Type.TOPIC, minIsr, ConfigResource.Type.BROKER, minIsr), Map.of()))
+                Map.of(ConfigResource.Type.TOPIC, topicConfigs, ConfigResource.Type.BROKER, topicConfigs), Map.of()))
             .setSessionTimeoutNs(TimeUnit.MILLISECONDS.toNanos(sessionMs))
             .setReplicaPlacer(new StripedReplicaPlacer(new Random(0)))
             .setLeaderImbalanceCheckIntervalNs(OptionalLong.empty())
             .setMaxIdleIntervalNs(OptionalLong.empty())
             .setUncleanLeaderElectionCheckIntervalMs(TimeUnit.DAYS.toMillis(365 * 100))
-            .setMetrics(new QuorumControllerMetrics(Optional.empty(), clock, 0))
+            .setMetrics(Compat.metrics(clock))
             .setFatalFaultHandler(faults)
             .setNonFatalFaultHandler(faults)
             .build();
@@ -271,7 +271,7 @@ final class Session implements AutoCloseable {
         short kafkaVersion = 7;
         CreateTopicsRequestData request = (CreateTopicsRequestData)
             Neutral.readRequest("CreateTopicsRequestData", kafka, kafkaVersion);
-        return controller.createTopics(context(ApiKeys.CREATE_TOPICS, kafkaVersion), request, names, false)
+        return Compat.createTopics(controller, context(ApiKeys.CREATE_TOPICS, kafkaVersion), request, names)
             .thenApply(r -> traceIds(neutral.reply("CreateTopics", version, r, kafkaVersion)));
     }
 
