@@ -154,6 +154,25 @@ def add_parsers(commands) -> None:
     mutate.add_argument("--no-stateful", action="store_true", help="replay the corpus only (faster)")
     mutate.add_argument("--junit", metavar="PATH", help="also write one test case per mutant as JUnit XML (a survivor is a failure)")
     mutate.add_argument("--json", metavar="PATH", help="also write the results and kill rates as JSON")
+    sweep = mutate.add_argument_group(
+        "the sweep", "--sweep generates every small breakage (a comparison, a constant, a condition, a deleted "
+        "statement, ...) of impl and of the model's handlers and runs the corpus and a fixed, repeatable stateful run "
+        "against each, on several processes. Results are kept as they come, so a stopped sweep continues where it "
+        "left off when run again. Mutants judged equivalent are listed, with reasons, in "
+        "conformance/mutation_equivalents.toml. Exit status 1 when the kill rate is below --fail-under.")
+    sweep.add_argument("--sweep", action="store_true", help="run the systematic sweep instead of the hand-written mutants")
+    sweep.add_argument("--only", action="append", metavar="FILE",
+                       help="sweep only this file, relative to the repository, e.g. impl/replication.py (repeatable)")
+    sweep.add_argument("--budget-minutes", type=float, metavar="N",
+                       help="stop starting new mutants after N minutes; run again to continue")
+    sweep.add_argument("--jobs", type=_positive("--jobs"), default=2, metavar="N", help="worker processes (default 2)")
+    sweep.add_argument("--examples", type=_positive("--examples"), default=None, metavar="N",
+                       help="stateful sequences per mutant (default 50)")
+    sweep.add_argument("--results", metavar="PATH",
+                       help="where results are kept between runs (default ~/.cache/kraftspec/mutation-sweep.jsonl)")
+    sweep.add_argument("--fresh", action="store_true", help="forget earlier results and test every mutant again")
+    sweep.add_argument("--fail-under", type=float, default=95.0, metavar="PERCENT",
+                       help="exit status 1 when fewer than this percentage of the non-equivalent mutants are killed (default 95)")
 
 
 def _fail(message: str) -> int:
@@ -310,6 +329,13 @@ def run_coverage(args) -> int:
 
 
 def run_mutate(args) -> int:
+    if args.sweep:
+        return run_sweep(args)
+    given = [option for option, value in (("--only", args.only), ("--budget-minutes", args.budget_minutes),
+                                          ("--examples", args.examples), ("--results", args.results),
+                                          ("--fresh", args.fresh)) if value]
+    if given:
+        return _fail(f"{given[0]} belongs to the sweep: add --sweep")
     from kraftspec.conformance.mutation import run
 
     report = run(corpus=args.corpus, stateful=not args.no_stateful)
@@ -319,6 +345,43 @@ def run_mutate(args) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_json(), indent=2), encoding="utf-8")
     return 1 if report.survivors else 0
+
+
+def run_sweep(args) -> int:
+    from kraftspec.conformance import mutation_sweep as ms
+
+    if args.no_stateful:
+        return _fail("--no-stateful: the sweep always runs both checks (lower --examples to make it faster)")
+    paths = args.only or list(ms.TARGETS)
+    for path in paths:
+        problem = ms.sweepable(path)
+        if problem:
+            return _fail(f"--only {path}: {problem}")
+    if args.budget_minutes is not None and args.budget_minutes <= 0:
+        return _fail(f"--budget-minutes must be positive, got {args.budget_minutes:g}")
+    if not 0 <= args.fail_under <= 100:
+        return _fail(f"--fail-under must be a percentage from 0 to 100, got {args.fail_under:g}")
+    corpus = Path(args.corpus)
+    if not corpus.is_dir():
+        return _fail(f"--corpus {args.corpus}: not a directory")
+    try:
+        ms.read_equivalents()
+    except ValueError as problem:
+        return _fail(str(problem))
+    report = ms.sweep(
+        paths, corpus=corpus, examples=args.examples or ms.DEFAULT_EXAMPLES, jobs=args.jobs,
+        budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes,
+        results_path=args.results or ms.DEFAULT_RESULTS, fresh=args.fresh,
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+        command="kraftspec " + " ".join(sys.argv[1:]),
+    )
+    print(report.table())
+    if args.junit:
+        Path(args.junit).write_text(report.junit(), encoding="utf-8")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=1) + "\n", encoding="utf-8")
+    rate = report.counts()["kill_rate"]
+    return 1 if rate is not None and 100 * rate < args.fail_under else 0
 
 
 COMMANDS = {

@@ -29,10 +29,12 @@ The whole check, from the repository root::
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 import xml.etree.ElementTree as ET
 from collections import deque
@@ -58,6 +60,7 @@ from kraftspec.impl.messages import (
     UnfenceBrokerRecord,
 )
 from kraftspec.impl.replication import NO_LEADER
+from kraftspec.impl.cluster import ClusterControl
 from kraftspec.impl.state import MetadataState
 
 from .adapters import ImplAdapter
@@ -563,6 +566,29 @@ def change_records_repeat_unchanged_lists(original):
     return build_change
 
 
+def _edited(old: str, new: str, why: str):
+    """A variant that is the original function with ``old`` (which must occur exactly once in its
+    source) replaced by ``new``, compiled in the original's module; ``why`` says what it breaks."""
+
+    def variant(original):
+        function = original.__func__ if isinstance(original, (staticmethod, classmethod)) else original
+        source = inspect.getsource(function)
+        if source.count(old) != 1:
+            raise LookupError(f"{function.__qualname__}: the text to replace occurs {source.count(old)} times, expected once: {old!r}")
+        made: dict[str, Any] = {}
+        exec(compile(textwrap.dedent(source.replace(old, new)), inspect.getsourcefile(function), "exec"),  # noqa: S102
+             function.__globals__, made)
+        return made[function.__name__]
+
+    variant.__doc__ = why
+    return variant
+
+
+def _edit(name: str, rule: str, owner: Any, attribute: str, old: str, new: str, why: str) -> Mutant:
+    """A mutant that edits one line or two of an impl function's source, in memory."""
+    return Mutant(name, rule, why, owner, attribute, _edited(old, new, why))
+
+
 def _mutant(name: str, rule: str, owner: Any, attribute: str, variant: Callable) -> Mutant:
     """A mutant described by its variant's docstring."""
     return Mutant(name, rule, variant.__doc__, owner, attribute, variant)
@@ -612,6 +638,244 @@ MUTANTS: tuple[Mutant, ...] = (
     _mutant("lao-counts-fenced-brokers", "LAO-1", LeaseManager, "lowest_acknowledged_offset", fenced_brokers_count_for_lao),
 )
 """The catalogue: every mutant, grouped by area."""
+
+EDITS: tuple[Mutant, ...] = (
+    # AlterIsr
+    _edit("alter-isr-answers-old-partition-epoch", "ISR-1", Controller, "_alter_isr",
+          "partition_epoch=partition.partition_epoch,", "partition_epoch=entry.partition_epoch,",
+          "An accepted AlterIsr answers the partition epoch the request carried, not the new one."),
+    _edit("alter-isr-broker-epoch-unchecked", "ISR-2", Controller, "_alter_isr",
+          "if registration is None or registration.epoch != request.broker_epoch:", "if registration is None:",
+          "AlterIsr from a registered broker is handled whatever broker epoch it carries."),
+    _edit("unknown-partition-wrong-error", "ISR-3", Controller, "_alter_partition_isr",
+          "return Error.UNKNOWN_TOPIC_OR_PARTITION", "return Error.INVALID_REQUEST",
+          "AlterIsr for an unknown partition answers INVALID_REQUEST."),
+    _edit("isr-without-leader-accepted", "ISR-7", Controller, "_alter_partition_isr",
+          "            or partition.leader not in new_isr\n", "",
+          "AlterIsr accepts an ISR that leaves the leader out."),
+    _edit("accepted-isr-change-not-applied", "ISR-9", Controller, "_alter_partition_isr",
+          "self._change(partition, isr=tuple(new_isr))", "pass",
+          "An accepted AlterIsr writes no partition change."),
+    _edit("removed-leader-not-told-fenced", "ISR-10", Controller, "_alter_isr",
+          "if partition.leader != request.broker_id:", "if False:",
+          "A leader whose AlterIsr completed a reassignment that removed it is answered NONE."),
+    _edit("partition-twice-accepted", "ISR-11", Controller, "_alter_partition_isr",
+          "if counts[(topic_id, entry.partition_index)] > 1:", "if counts[(topic_id, entry.partition_index)] > 2:",
+          "AlterIsr naming a partition twice handles both entries."),
+    # heartbeats and leases
+    _edit("late-heartbeat-answers-no-lao", "LAO-2", Controller, "_broker_heartbeat",
+          "return self._status(registration, lease, version, False)", "return self._status(registration, lease, 0, False)",
+          "A heartbeat ignored as late answers LowestAcknowledgedOffset -1."),
+    _edit("version-1-heartbeat-answers-no-lao", "LEASE-2", Controller, "_status",
+          "if version >= 1 else -1", "if version > 1 else -1",
+          "A version 1 heartbeat is answered LowestAcknowledgedOffset -1, as version 0 is."),
+    _edit("unknown-broker-heartbeat-wrong-error", "LEASE-3", Controller, "_broker_heartbeat",
+          "error_code=Error.BROKER_ID_NOT_REGISTERED", "error_code=Error.STALE_BROKER_EPOCH",
+          "A heartbeat from an unregistered id answers STALE_BROKER_EPOCH."),
+    _edit("negative-offset-accepted", "LEASE-5", Controller, "_broker_heartbeat",
+          "if offset < 0:", "if offset < -1:",
+          "A heartbeat with CurrentMetadataOffset -1 is accepted."),
+    _edit("caught-up-one-offset-early", "LEASE-9", Controller, "_status",
+          "is_caught_up=lease.metadata_offset > registration.epoch,", "is_caught_up=lease.metadata_offset >= registration.epoch,",
+          "IsCaughtUp is said one offset before the broker has applied its own registration."),
+    _edit("unfenced-one-offset-early", "LEASE-10", Controller, "_broker_heartbeat",
+          "elif not request.want_fence and offset > registration.epoch:", "elif not request.want_fence and offset >= registration.epoch:",
+          "A fenced broker is unfenced one offset before it has applied its own registration."),
+    _edit("fenced-broker-wanting-fence-unfenced", "LEASE-11", Controller, "_broker_heartbeat",
+          "elif not request.want_fence and offset > registration.epoch:", "elif offset > registration.epoch:",
+          "A caught-up fenced broker is unfenced even while it sets WantFence."),
+    _edit("want-fence-ignored", "LEASE-12", Controller, "_broker_heartbeat",
+          "if request.want_fence:\n                wants_shutdown", "if False:\n                wants_shutdown",
+          "An active broker asking to be fenced stays active."),
+    _edit("plain-heartbeat-starts-shutdown", "LEASE-13", Controller, "_broker_heartbeat",
+          "elif request.want_shut_down or lease.in_controlled_shutdown:", "else:",
+          "An active broker that asks for nothing is put in controlled shutdown."),
+    _edit("failover-keeps-old-leases", "LEASE-14", Controller, "failover",
+          "        self.leases = LeaseManager(self.config.session_timeout_ms)\n", "        return Outcome(replies=replies)\n",
+          "A failover keeps the old leases instead of giving every broker a fresh one."),
+    # the metadata log
+    _edit("batch-leaves-an-offset-gap", "LOG-4", Controller, "_close_batch",
+          "self.log_end_offset = base + len(records)", "self.log_end_offset = base + len(records) + 1",
+          "Each batch leaves one offset unused after it."),
+    _edit("records-not-replayed-as-appended", "LOG-5", Controller, "_add",
+          "        self.state.replay(record)\n", "",
+          "Records are appended without being replayed into the in-memory state."),
+    _edit("commit-inside-a-batch", "LOG-6", Controller, "commit",
+          "if end > offset:", "if base > offset:",
+          "A commit offset inside a batch commits the whole batch."),
+    _edit("committed-state-shows-uncommitted-brokers", "LOG-9", Controller, "committed_records",
+          'fields = journal.committed_image(("broker", broker_id), missing=live.fields() if live else None)',
+          "fields = live.fields() if live else None",
+          "The committed state shows registrations that have not committed."),
+    _edit("snapshot-leaves-out-unfencing", "LOG-11", Controller, "committed_records",
+          "if not fenced:", "if False:",
+          "The committed state's records leave out the UnfenceBrokerRecords."),
+    _edit("bootstrap-not-committed", "LOG-14", Controller, "_bootstrap",
+          "            self._commit_to(self.log_end_offset)\n", "",
+          "The bootstrap batch of finalized features is appended but not committed."),
+    _edit("clock-lags-the-tick", "LOG-15", Controller, "tick",
+          "self.now_ms = now_ms", "self.now_ms = now_ms - 1",
+          "A tick sets the controller's clock a millisecond short of its time."),
+    _edit("failover-releases-waiting-responses", "RPC-3", Controller, "failover",
+          "Reply(seq, request, version, error_response(request, Error.NOT_CONTROLLER))\n"
+          "            for _, seq, request, version, _ in self.pending",
+          "Reply(seq, request, version, response)\n            for _, seq, request, version, response in self.pending",
+          "A failover releases the waiting responses instead of answering them NOT_CONTROLLER."),
+    _edit("sequence-numbers-skip", "RPC-6", Controller, "handle_request",
+          "self.next_seq = seq + 1", "self.next_seq = seq + 2",
+          "Requests are numbered 0, 2, 4, ... instead of consecutively."),
+    _edit("unsupported-heartbeat-version-accepted", "RPC-2", Controller, "_broker_heartbeat",
+          "if version not in HEARTBEAT_VERSIONS:", "if version < 0:",
+          "A heartbeat of an unsupported version is handled."),
+    # membership and registration
+    _edit("registration-starts-unfenced", "MEM-1", ClusterControl, "replay_register",
+          "record.features, record.rack\n", "record.features, record.rack, False\n",
+          "A new registration starts unfenced."),
+    _edit("duplicate-registration-answers-an-epoch", "MEM-6", Controller, "_broker_registration",
+          "return BrokerRegistrationResponse(error_code=Error.DUPLICATE_BROKER_REGISTRATION)",
+          "return BrokerRegistrationResponse(error_code=Error.DUPLICATE_BROKER_REGISTRATION, broker_epoch=existing.epoch)",
+          "A refused duplicate registration answers the registered broker's epoch, not -1."),
+    _edit("unregistration-answers-an-error", "MEM-7", Controller, "_unregister_broker",
+          "self.leases.remove(broker_id)\n        return UnregisterBrokerResponse(error_code=Error.NONE)",
+          "self.leases.remove(broker_id)\n        return UnregisterBrokerResponse(error_code=Error.INVALID_REQUEST)",
+          "A successful unregistration answers INVALID_REQUEST."),
+    _edit("negative-broker-id-accepted", "REG-1", Controller, "_broker_registration",
+          "request.broker_id < 0", "request.broker_id < -1",
+          "A registration with broker id -1 is accepted."),
+    _edit("cluster-id-unchecked", "REG-2", Controller, "_broker_registration",
+          "if request.cluster_id != self.config.cluster_id:", "if False:",
+          "A registration from another cluster is accepted."),
+    _edit("new-incarnation-keeps-the-epoch", "REG-7", Controller, "_broker_registration",
+          "epoch = self.log_end_offset", "epoch = self.log_end_offset if existing is None else existing.epoch",
+          "A new incarnation of a registered broker keeps its predecessor's epoch."),
+    _edit("registration-elects-the-new-incarnation", "REG-9", Controller, "_broker_registration",
+          "        self.leases.start(broker_id, self.now_ms, fenced=True)\n",
+          "        for partition in self.state.replication.partitions_of(broker_id):\n"
+          "            if partition.leader == NO_LEADER and broker_id in partition.isr:\n"
+          "                self._change(partition, leader=broker_id)\n"
+          "        self.leases.start(broker_id, self.now_ms, fenced=True)\n",
+          "Registering a new incarnation makes it leader where it is the sole, leaderless in-sync replica."),
+    _edit("unregister-unknown-refused", "UNREG-1", Controller, "_unregister_broker",
+          "if registration is None:\n            return UnregisterBrokerResponse(error_code=Error.NONE)",
+          "if registration is None:\n            return UnregisterBrokerResponse(error_code=Error.BROKER_ID_NOT_REGISTERED)",
+          "Unregistering an unknown broker id answers BROKER_ID_NOT_REGISTERED."),
+    _edit("unregistered-broker-left-in-isrs", "UNREG-2", Controller, "_unregister_broker",
+          "isr=without(partition.isr),", "isr=partition.isr,",
+          "Unregistering takes the broker out of the replicas but leaves it in the ISRs."),
+    # partitions and controlled shutdown
+    _edit("fenced-broker-eligible", "PART-3", Controller, "_eligible",
+          "        if not self.state.cluster.is_active(broker_id):\n            return False\n", "",
+          "A fenced broker can be elected leader."),
+    _edit("election-picks-the-last-replica", "PART-4", impl_controller, "build_change",
+          "else elect(replicas, isr, eligible)", "else elect(tuple(reversed(replicas)), isr, eligible)",
+          "Elections pick the last eligible in-sync replica instead of the first."),
+    _edit("fenced-broker-may-not-shut-down", "SHUT-4", Controller, "_broker_heartbeat",
+          "elif request.want_shut_down:\n            should_shut_down = True",
+          "elif request.want_shut_down:\n            should_shut_down = False",
+          "A fenced broker asking to shut down is not let go."),
+    _edit("shutting-down-broker-eligible", "SHUT-5", Controller, "_eligible",
+          "return lease is None or not lease.in_controlled_shutdown", "return True",
+          "A broker in controlled shutdown can be elected leader."),
+    _edit("should-shut-down-said-to-a-leader", "SHUT-6", Controller, "_broker_heartbeat",
+          "should_shut_down = self._controlled_shutdown(broker_id)",
+          "should_shut_down = self._controlled_shutdown(broker_id) or request.want_shut_down",
+          "A broker asking to shut down is told ShouldShutDown while it still leads."),
+    # reassignment
+    _edit("failed-reassignment-top-level-error", "REASSIGN-1", Controller, "_alter_reassignments",
+          "return AlterPartitionReassignmentsResponse(error_code=Error.NONE, responses=tuple(responses))",
+          "return AlterPartitionReassignmentsResponse(error_code=Error.NONE if any(p.error_code == Error.NONE "
+          "for t in responses for p in t.partitions) else Error.INVALID_REQUEST, responses=tuple(responses))",
+          "A reassignment request whose every partition fails gets a top-level error."),
+    _edit("unknown-partition-reassignment-wrong-error", "REASSIGN-2", Controller, "_alter_reassignments",
+          "error = Error.UNKNOWN_TOPIC_OR_PARTITION", "error = Error.INVALID_REQUEST",
+          "Reassigning an unknown partition answers INVALID_REQUEST."),
+    _edit("reassignment-to-unregistered-broker-accepted", "REASSIGN-3", Controller, "_alter_reassignments",
+          "or any(b not in brokers for b in target)", "or any(b < 0 for b in target)",
+          "A reassignment to a broker id that is not registered is accepted."),
+    _edit("subset-reassignment-not-immediate", "REASSIGN-5", impl_controller, "build_change",
+          "if (adding or removing) and reassignment_complete(", "if adding and reassignment_complete(",
+          "A reassignment that only removes replicas waits instead of completing at once."),
+    _edit("completion-keeps-removed-in-isr", "REASSIGN-7", impl_controller, "build_change",
+          "isr = tuple(b for b in isr if b not in removing)", "isr = isr",
+          "A completed reassignment leaves the removed replicas in the ISR."),
+    _edit("cancel-keeps-adding-in-isr", "REASSIGN-8", Controller, "_cancel_reassignment",
+          "isr = tuple(b for b in partition.isr if b not in adding)", "isr = partition.isr",
+          "Cancelling a reassignment leaves the adding replicas in the ISR."),
+    _edit("new-target-refused-while-reassigning", "REASSIGN-9", Controller, "_alter_reassignments",
+          "                    else:\n                        error = Error.NONE\n",
+          "                    elif partition.reassigning:\n                        error = Error.INVALID_REQUEST\n"
+          "                    else:\n                        error = Error.NONE\n",
+          "A new target for a partition already reassigning is refused instead of replacing it."),
+    _edit("list-ignores-partition-indexes", "REASSIGN-10", Controller, "_list_reassignments",
+          "if wanted is not None and partition_id not in wanted.get(name, ()):", "if wanted is not None and name not in wanted:",
+          "ListPartitionReassignments lists every partition of a named topic, whatever indexes were asked for."),
+    _edit("reassigning-topic-not-deleted", "REASSIGN-12", Controller, "_delete_topics",
+          "            else:\n                results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))",
+          "            elif any(p.reassigning for p in topic.partitions):\n"
+          "                results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.INVALID_REQUEST))\n"
+          "            else:\n                results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))",
+          "Deleting a topic with a reassignment in progress is refused."),
+    # topics
+    _edit("created-topic-id-withheld", "TOPIC-1", Controller, "_create_topics",
+          "topic_id=topic.topic_id if created else ZERO_UUID", "topic_id=ZERO_UUID",
+          "A created topic's result carries the zero topic id."),
+    _edit("illegal-topic-name-accepted", "TOPIC-2", Controller, "_create_topic",
+          " and set(name) <= _LEGAL_NAME_CHARS", "",
+          "A topic name with characters outside [a-zA-Z0-9._-] is accepted."),
+    _edit("assignment-to-unregistered-broker-accepted", "TOPIC-3", Controller, "_create_topic",
+          "or any(b not in brokers for b in replicas)", "or any(b < 0 for b in replicas)",
+          "An explicit assignment naming an unregistered broker is accepted."),
+    _edit("new-partition-isr-holds-every-replica", "TOPIC-5", Controller, "_create_topic",
+          "isrs = [tuple(b for b in replicas if self._eligible(b)) for replicas in assignment]",
+          "isrs = [tuple(replicas) for replicas in assignment]",
+          "A new partition's ISR is every replica, eligible or not."),
+    _edit("partition-records-in-reverse-order", "TOPIC-6", Controller, "_create_topic",
+          "in enumerate(zip(assignment, isrs, strict=True)):", "in reversed(list(enumerate(zip(assignment, isrs, strict=True)))):",
+          "A created topic's PartitionRecords come in reverse index order."),
+    _edit("unequal-replica-counts-accepted", "TOPIC-9", Controller, "_create_topic",
+          "if len({len(replicas) for replicas in by_index.values()}) != 1:", "if False:",
+          "An explicit assignment whose partitions have different replica counts is accepted."),
+    _edit("delete-resolves-uncommitted-names", "TOPIC-10", Controller, "_delete_topics",
+          "committed_id = replication.committed_topic_id(name)",
+          "committed_id = replication.topics_by_name[name].topic_id if name in replication.topics_by_name else None",
+          "DeleteTopics resolves names against the in-memory state, uncommitted topics included."),
+)
+"""Mutants written as small edits of impl's source (applied in memory), one for every rule that
+decides something and has no variant above."""
+
+MUTANTS = MUTANTS + EDITS
+
+
+DECIDING_MODULES = ("registration", "heartbeat", "alter_isr", "reassignment", "topics", "partitions", "log",
+                    "controller", "membership")
+"""The model's handler modules: where a rule named in a call decides a record or a response."""
+
+NO_MUTANT = {
+    "LOG-12": "impl rebuilds from a snapshot only when it opens a log directory (Controller.open), which "
+              "neither the corpus nor the stateful tests reach; its failover undoes the journal instead. "
+              "tests/test_impl_recovery.py checks snapshot plus log against the model.",
+}
+"""Rules that decide something but have no mutant, each with the reason."""
+
+
+def deciding_rules() -> dict[str, list[str]]:
+    """Every rule of the spec named as the first argument of a call (``cite``, ``reject``, a local
+    ``refuse``) in the model's handler modules, with the places (``model/heartbeat.py:59``)."""
+    import ast
+    import re
+
+    from kraftspec.spec import rules
+
+    known = rules()
+    found: dict[str, list[str]] = {}
+    for module in DECIDING_MODULES:
+        path = REPOSITORY / "model" / f"{module}.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str) and re.fullmatch(r"[A-Z]+-\d+", node.args[0].value)
+                    and node.args[0].value in known):
+                found.setdefault(node.args[0].value, []).append(f"model/{module}.py:{node.lineno}")
+    return found
 
 
 def mutant_named(name: str) -> Mutant:
