@@ -73,6 +73,9 @@ public final class Main {
                         session = new Session(message.get("config"), metadataVersion, neutral);
                         answer = MAPPER.createObjectNode().put("type", "started").put("protocol", 1).put("name", name);
                         answer.putArray("levels").add("responses").add("records");
+                        // Seed 004's heartbeat version 1 field: Kafka's heartbeat response has none.
+                        answer.putObject("unsupported").putArray("fields")
+                            .add("BrokerHeartbeatResponse.LowestAcknowledgedOffset");
                     }
                     case "event" -> {
                         if (session == null) {

@@ -173,8 +173,11 @@ final class Session implements AutoCloseable {
         int version = event.get("version").asInt();
         JsonNode body = event.get("body");
         CompletableFuture<JsonNode> reply;
+        int replyVersion = version;
         if (!supportedVersion(api, version)) {
-            reply = CompletableFuture.completedFuture(errorBody(api, version, body, Errors.UNSUPPORTED_VERSION.code()));
+            // RPC-2: refused in version 0 of the response (Kafka's network layer refuses it too).
+            replyVersion = 0;
+            reply = CompletableFuture.completedFuture(errorBody(api, 0, body, Errors.UNSUPPORTED_VERSION.code()));
         } else {
             reply = switch (api) {
                 case "BrokerRegistration" -> registerBroker(body, version);
@@ -191,7 +194,7 @@ final class Session implements AutoCloseable {
             };
             reply = reply.exceptionally(e -> errorBody(api, version, body, ApiError.fromThrowable(unwrap(e)).error().code()));
         }
-        pending.add(new Pending(seq, api, version, body, reply));
+        pending.add(new Pending(seq, api, replyVersion, body, reply));
         awaitQuiet();
     }
 
