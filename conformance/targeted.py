@@ -4,10 +4,12 @@
 turn, searches random walks (conformance/generate.py) in a fixed order: lengths short to long,
 seeds upward, each seed once with its swarm draw of faults and once with every fault on. The
 first walk that fires the rule is cut after that step and shrunk (conformance/shrink.py) to the
-shortest trace that still fires it; every rule the shrunk trace fires counts as reached. Rules no
-walk fires are tried with a small scripted scenario of :data:`SCENARIOS` (model events written by
-hand: a partition named twice in an AlterIsr, a heartbeat with a negative offset, ...), recorded
-and shrunk the same way. What neither reaches is reported with the reason.
+shortest trace that still fires it; every rule the shrunk trace fires counts as reached. The walks'
+faults reach every rule an event can reach (tests/test_walk_reach.py), so a full rebuild needs
+nothing else; a rule no walk of a narrower search fires is tried with a small scripted scenario of
+:data:`SCENARIOS` (model events written by hand: a partition named twice in an AlterIsr, a
+heartbeat with a negative offset, ...), recorded and shrunk the same way. What neither reaches is
+reported with the reason (for LOG-13 and LOG-16, the reason of coverage.NOT_REACHABLE_BY_EVENTS).
 
 Rules the model fires while starting a controller (LOG-14, the bootstrap batch) are reached by
 every trace and need none of their own.
@@ -194,7 +196,8 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "REG-5": unsupported_features,
     "UNREG-1": unknown_broker_unregistered,
 }
-"""For the rules random walks do not reach: a scripted scenario that fires each."""
+"""For the rules the walks reach least often: a scripted scenario that fires each, used when a
+search of few or short walks finds none that does."""
 
 
 def scripted(name: str, scenario: Scenario, kind: str = "scripted") -> Trace:
