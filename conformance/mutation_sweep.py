@@ -110,7 +110,8 @@ class SweepMutant:
     index: int  # its place among the function's mutants, in source order
     operator: str
     line: int  # the line of the changed node
-    statement_line: int  # the first line of the statement holding it (what coverage sees)
+    statement_line: int  # the first line of the statement holding it
+    end_line: int  # the last line of the change (of a compound statement's header); any executed line in between reaches it
     before: str
     after: str
 
@@ -278,8 +279,10 @@ def mutants_of(path: str, source: str) -> list[SweepMutant]:
             continue
         for index, (_, _, _, node, statement_line, operator, apply) in enumerate(_points(function)):
             mutated = apply(copy.deepcopy(node))
+            header = getattr(node, "test", None) or getattr(node, "iter", None) if isinstance(node, ast.stmt) else None
+            end = (header or node).end_lineno or statement_line
             found.append(SweepMutant(path, qualname, index, operator, getattr(node, "lineno", statement_line),
-                                     statement_line, _unparse(node), _unparse(mutated)))
+                                     statement_line, max(end, statement_line), _unparse(node), _unparse(mutated)))
     return found
 
 
@@ -834,7 +837,7 @@ def sweep(
 
     runnable = []
     for m, print_ in todo:
-        if m.statement_line not in reached[m.path]:
+        if reached[m.path].isdisjoint(range(m.statement_line, m.end_line + 1)):
             record(SweepResult(m, Outcome("unreached", "", "unreached", "", 0.0), print_))
         else:
             runnable.append((m, print_))

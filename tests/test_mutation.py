@@ -553,3 +553,44 @@ def test_every_rule_that_decides_something_has_a_hand_written_mutant():
     assert not missing, "rules that decide something without a mutant: " + ", ".join(
         f"{rule} ({', '.join(deciding[rule])})" for rule in missing)
     assert all(rule in deciding for rule in NO_MUTANT), "NO_MUTANT names a rule that decides nothing"
+
+
+# ---- the sweep (conformance/mutation_sweep.py) -------------------------------------------------------
+
+
+def test_sweep_mutants_are_applied_in_memory_everywhere_and_removed():
+    from kraftspec.conformance import mutation_sweep as ms
+    from kraftspec.impl import builder
+    from kraftspec.impl import controller as impl_controller
+
+    found = ms.mutants_of("impl/builder.py", ms.source_of("impl/builder.py"))
+    assert {"comparison", "statement", "return", "boolean"} <= {m.operator for m in found}
+    assert len({m.id for m in found}) == len(found)
+    [m] = [m for m in found if m.qualname == "reassignment_complete" and m.change == "broker_id not in isr -> broker_id in isr"]
+    original = builder.reassignment_complete
+    assert original((3, 4), (3,), (4,), ()) is False  # 4 is adding and not in sync
+    with ms.applied(m):
+        assert builder.reassignment_complete is not original
+        assert builder.reassignment_complete((3, 4), (3,), (4,), ()) is True
+        assert impl_controller.build_change.__globals__["reassignment_complete"] is builder.reassignment_complete
+    assert builder.reassignment_complete is original
+    assert "if broker_id not in isr:" in ms.source_of("impl/builder.py")  # the file was never written
+
+
+def test_every_listed_equivalent_names_a_current_sweep_mutant():
+    from kraftspec.conformance import mutation_sweep as ms
+
+    listed = ms.read_equivalents()
+    assert listed and all(e.reason.strip() for e in listed)
+    current = {m.id: m.change for m in ms.generate({e.id.split(":", 1)[0] for e in listed})}
+    stale = [f"{e.id} ({e.change})" for e in listed if current.get(e.id) != e.change]
+    assert not stale, "equivalent entries that name no current mutant: " + "; ".join(stale)
+
+
+def test_a_malformed_equivalents_file_is_refused_naming_the_entry(tmp_path):
+    from kraftspec.conformance import mutation_sweep as ms
+
+    bad = tmp_path / "eq.toml"
+    bad.write_text('[[equivalent]]\nid = "impl/leases.py:X:1"\nchange = "a -> b"\n')
+    with pytest.raises(ValueError, match=r"eq.toml: equivalent entry 1 \(impl/leases.py:X:1\): missing reason"):
+        ms.read_equivalents(bad)
