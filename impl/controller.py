@@ -179,10 +179,13 @@ class Controller:
 
     @classmethod
     def _recover(cls, disk: DiskLog, snapshots: SnapshotStore, config: ControllerConfig | None, now_ms: int) -> "Controller":
-        fresh = disk.end_offset == 0 and not snapshots.list()
+        # nothing committed yet (a new directory, or a crash before formatting committed): format it
+        fresh = disk.committed_offset_known and disk.committed_offset == 0 and not snapshots.list()
         controller = cls(config, now_ms, bootstrap=False)
         controller.disk, controller.snapshots = disk, snapshots
         if fresh:
+            if disk.end_offset > 0:
+                disk.truncate(0)  # never committed
             controller._bootstrap()
             return controller
         rebuild = plan_rebuild(disk, snapshots)
