@@ -38,7 +38,7 @@ SCALARS: dict[str, Any] = {
 }
 
 
-def outcome(data: bytes) -> tuple[str, Any]:
+def outcome(data: bytes) -> tuple[tuple[str, Any], tuple[str, Any]]:
     """What each decoder makes of ``data``: ("refused", offset) or ("accepted", neutral form)."""
     answers = []
     for decode, refusal in ((decode_record, FrameError), (codec.decode_record, codec.CodecError)):
