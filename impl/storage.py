@@ -1229,18 +1229,21 @@ def plan_rebuild(log: DiskLog, snapshots: SnapshotStore) -> Rebuild:
     snapshot = snapshots.load_newest()
     problems = snapshots.problems
     skipped = "".join(f"; skipped {p}" for p in problems)
+    first = log.segment_files[0].name if log.segment_files else "no segment files"
     if snapshot is None:
         if log.start_offset > 0:
             raise StorageError(
                 log.directory,
-                f"the log starts at offset {log.start_offset} and no valid snapshot covers the records before it{skipped}",
+                f"the log starts at offset {log.start_offset} ({first}) and no valid snapshot "
+                f"covers records 0 to {log.start_offset - 1}{skipped}",
             )
         return Rebuild(None, problems, log, 0, log.committed_offset)
     if snapshot.end_offset < log.start_offset:
         raise StorageError(
             snapshot.path,
             f"the newest valid snapshot ends at offset {snapshot.end_offset} but the log starts at "
-            f"{log.start_offset}: records {snapshot.end_offset} to {log.start_offset - 1} are in neither{skipped}",
+            f"{log.start_offset} ({first}): records {snapshot.end_offset} to {log.start_offset - 1} "
+            f"are in neither{skipped}",
         )
     if snapshot.end_offset > log.end_offset:
         raise StorageError(

@@ -901,12 +901,13 @@ def test_rebuild_refuses_when_the_fallback_snapshot_is_older_than_the_log(tmp_pa
         newest.write_bytes(b"garbage")
         with pytest.raises(StorageError, match="are in neither") as raised:
             plan_rebuild(log, snapshots)
-        assert str(newest) in str(raised.value)
+        assert str(newest) in str(raised.value) and f"({log.segment_files[0].name})" in str(raised.value)
 
 
 def test_rebuild_refuses_a_log_that_starts_after_zero_without_a_snapshot(tmp_path):
     build_log(tmp_path / "log", [2] * 10, segment_bytes=100, committed=20)
     with DiskLog(tmp_path / "log") as log:
         log.delete_before(12)
-        with pytest.raises(StorageError, match="no valid snapshot covers"):
+        first = log.segment_files[0].name
+        with pytest.raises(StorageError, match=f"\\({first}\\) and no valid snapshot covers records 0 to {log.start_offset - 1}"):
             plan_rebuild(log, SnapshotStore(tmp_path / "snapshots"))
