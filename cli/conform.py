@@ -119,17 +119,20 @@ def _preflight(workload) -> int | None:
 
 
 class _TaskProgress:
-    """A progress bar of Spark tasks done, on standard error when it is a terminal; elsewhere a
-    line at each tenth, so that CI logs show the run is alive."""
+    """The progress of the replay stage (the job's first, one task per range of seeds): tasks done,
+    events a second and the estimated time left, on standard error; redrawn in place on a terminal,
+    elsewhere a line at each tenth, so that CI logs show the run is alive."""
 
-    def __init__(self, spark, label: str):
+    def __init__(self, spark, label: str, events: int):
         self.tracker = spark.sparkContext.statusTracker()
         self.label = label
+        self.events = events  # the events of the whole run
         self.tty = sys.stderr.isatty()
         self.stop = threading.Event()
         self.started = time.perf_counter()
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.last_tenth = -1
+        self.stage: int | None = None  # the replay stage, once seen
 
     def __enter__(self):
         self.thread.start()
@@ -138,49 +141,85 @@ class _TaskProgress:
     def __exit__(self, *exc):
         self.stop.set()
         self.thread.join()
-        if self.tty:
+        if self.tty and self.last_tenth >= 0:
             sys.stderr.write("\n")
 
     def _loop(self) -> None:
         while not self.stop.wait(0.5):
-            done = total = 0
-            for stage_id in self.tracker.getActiveStageIds():
-                stage = self.tracker.getStageInfo(stage_id)
-                if stage is not None:
-                    done, total = done + stage.numCompletedTasks, total + stage.numTasks
-            if total:
-                self._draw(done, total)
+            if self.stage is None:
+                active = sorted(self.tracker.getActiveStageIds())
+                self.stage = active[0] if active else None
+            info = self.tracker.getStageInfo(self.stage) if self.stage is not None else None
+            if info is not None and info.numTasks:
+                self._draw(info.numCompletedTasks, info.numTasks)
+                if info.numCompletedTasks == info.numTasks:
+                    return
 
     def _draw(self, done: int, total: int) -> None:
         elapsed = time.perf_counter() - self.started
+        rate = self.events * done / total / elapsed if done and elapsed else 0
+        left = f", about {_duration(elapsed * (total - done) / done)} left" if 0 < done < total else ""
+        speed = f", {rate:,.0f} events/s" if rate else ""
         if self.tty:
             filled = int(30 * done / total)
-            sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} tasks {elapsed:.0f}s ")
+            self.last_tenth = 0
+            sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} tasks, "
+                             f"{elapsed:.0f} s{speed}{left}   ")
             sys.stderr.flush()
         elif done * 10 // total > self.last_tenth:
             self.last_tenth = done * 10 // total
-            print(f"{self.label}: {done}/{total} tasks, {elapsed:.0f} s", file=sys.stderr, flush=True)
+            print(f"{self.label}: {done}/{total} tasks, {elapsed:.0f} s{speed}{left}", file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+class _ShrinkProgress:
+    """How the shrinking of divergences goes, on standard error (see ShrinkMeter)."""
+
+    def __init__(self):
+        from kraftspec.traces import ShrinkMeter
+
+        self.meter_class = ShrinkMeter
+        self.meter = None
+        self.index = None
+
+    def __call__(self, index, count, failure, spent, budget, events) -> None:
+        if index != self.index:
+            if self.meter is not None:
+                self.meter.done()
+            self.index = index
+            self.meter = self.meter_class(f"shrinking {index + 1} of {count} (seed {failure['seed']})")
+        self.meter(spent, budget, events)
+
+    def close(self) -> None:
+        if self.meter is not None:
+            self.meter.done()
 
 
 def _conform(spark, workload, args, out: Path) -> int:
-    from kraftspec.conformance.spark import run_job, shrink_failures, summarize
+    from kraftspec.conformance.spark import run_job, summarize, write_divergences
 
     print(f"kraftspec conform: {workload.traces:,} traces of {workload.steps} events (seeds {workload.seeds.start}.."
           f"{workload.seeds.stop - 1}), adapter {workload.adapter}, level {workload.level}, master "
           f"{spark.sparkContext.master}", flush=True)
     started = time.perf_counter()
-    with _TaskProgress(spark, "replaying"):
+    with _TaskProgress(spark, "replaying", workload.traces * workload.steps):
         results = run_job(spark, workload, out, args.tasks)
         summary = summarize(results, workload, time.perf_counter() - started)
     results.unpersist()
-    if summary.failed and args.shrink:
-        print(f"shrinking {min(args.shrink, summary.failed)} divergence(s) ...", file=sys.stderr, flush=True)
-        summary = shrink_failures(summary, out, args.shrink)
+    if summary.failed:
+        shown = _ShrinkProgress()
+        try:
+            summary = write_divergences(summary, out, args.shrink, shown)
+        finally:
+            shown.close()
     data = summary.to_json()
     (out / "summary.json").write_text(json.dumps(data, indent=2) + "\n")
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
-    (out / "report.html").write_text(report_html(data))
+    (out / "report.html").write_text(report_html(data, out))
     print(table(data, out))
     everything_adapter = summary.failures and summary.passed == 0 and all(
         f["part"] == "adapter" for f in summary.failures)
@@ -192,62 +231,117 @@ def _conform(spark, workload, args, out: Path) -> int:
 
 def table(data: dict, out: Path) -> str:
     """The summary as a few readable lines."""
-    lines = [f"  traces   {data['traces']:>12,}  passed {data['passed']:,}  failed {data['failed']:,}"]
+    lines = [f"  traces   {data['traces']:>12,}  passed {data['passed']:,}  failed {data['failed']:,}",
+             f"  {'level':9}{'passed':>12}  {'failed':>10}  {'not reached':>11}"]
     for level, counts in data["per_level"].items():
-        lines.append(f"  {level:9}{counts['passed']:>12,}  passed, {counts['failed']:,} failed")
+        lines.append(f"  {level:9}{counts['passed']:>12,}  {counts['failed']:>10,}  {counts.get('not_reached', 0):>11,}")
     rate = f" ({data['events_per_second']:,} events/s)" if data["events_per_second"] else ""
     lines.append(f"  events   {data['events']:>12,}  in {data['seconds']:.1f} s{rate}")
-    never = data["never_reached"]
-    lines.append(f"  rules    {len(data['rules']):>12}  reached" + (f"; never: {', '.join(never)}" if never else ""))
+    missed, unreachable = _never(data)
+    total = len(data["rules"]) + len(data["never_reached"])
+    lines.append(f"  rules    {len(data['rules']):>12}  reached of {total}" +
+                 (f"; not reached by this run: {', '.join(missed)}" if missed else "") +
+                 (f"; not reachable by any event: {', '.join(unreachable)}" if unreachable else ""))
     for failure in data["failures"][:3]:
         lines.append("  " + failure["report"].replace("\n", "\n  "))
     for divergence in data["divergences"]:
         lines.append(f"  shrunk   seed {divergence['seed']} to {divergence['events']} events: {divergence['path']}\n"
                      f"           {divergence['replay']}")
-    lines.append(f"  written  {out}/results (Parquet), {out}/traces, {out}/summary.json")
+    written = [f"{out}/{name}" for name in ("results", "traces") if (out / name).exists()]
+    lines.append(f"  written  {', '.join(written)} (Parquet), {out}/summary.json")
+    if (out / "divergences").exists():
+        lines.append(f"           {out}/divergences: the failing traces as files (README.md lists them)")
     lines.append(f"  report   {out}/report.html")
     return "\n".join(lines)
 
 
-def report_html(data: dict) -> str:
-    """A small self-contained HTML page: the figures, rule coverage as bars, the divergences."""
+def _never(data: dict) -> tuple[list[str], list[str]]:
+    """The rules no trace reached: those this run missed, and those no event can reach."""
+    from kraftspec.conformance.coverage import NOT_REACHABLE_BY_EVENTS
+
+    never = data["never_reached"]
+    return [r for r in never if r not in NOT_REACHABLE_BY_EVENTS], [r for r in never if r in NOT_REACHABLE_BY_EVENTS]
+
+
+def _rule_link(rule_id: str, out: Path) -> str:
+    """A link to the rule's heading in the installed spec file, relative to the report's folder,
+    with the rule's title as its tooltip."""
+    import os
+    import re
+    from importlib.resources import files
+
+    from kraftspec.spec import rules
+
+    rule = rules().get(rule_id)
+    if rule is None:
+        return html.escape(rule_id)
+    spec_file = Path(str(files("kraftspec.spec") / rule.file))
+    try:
+        href = os.path.relpath(spec_file, out.resolve())
+    except ValueError:  # another drive
+        href = spec_file.as_uri()
+    heading = re.search(rf"^### ({re.escape(rule.id)}\s.*?)\s*$", spec_file.read_text(encoding="utf-8"), re.M)
+    text = heading.group(1) if heading else rule.id
+    anchor = re.sub(r"[^a-z0-9 _-]", "", text.lower()).replace(" ", "-")  # as GitHub and most viewers name headings
+    return (f'<a href="{html.escape(href)}#{anchor}" title="{html.escape(rule.id + " " + rule.title)}">'
+            f"{html.escape(rule.id)}</a>")
+
+
+def report_html(data: dict, out: Path = Path(".")) -> str:
+    """A small self-contained HTML page: the figures per level, the divergences, and rule coverage
+    (a bar per rule, each rule linked to its definition, and the rules no trace reached with why)."""
+    from kraftspec.conformance.coverage import NOT_REACHABLE_BY_EVENTS
+    from kraftspec.spec import title
+
     esc = html.escape
     rules = data["rules"]
     most = max((r["traces"] for r in rules.values()), default=1)
-    bars = []
-    names = list(rules) + list(data["never_reached"])
-    for i, rule in enumerate(names):
+    rows = []
+    for rule in list(rules) + list(data["never_reached"]):
         count = rules.get(rule, {}).get("traces", 0)
-        width = 0 if not count else max(1, round(400 * count / most))
-        color = "#3b7dd8" if count else "#d83b3b"
-        y = 14 * i
-        bars.append(f'<text x="0" y="{y + 10}" font-size="10">{esc(rule)}</text>'
-                    f'<rect x="90" y="{y + 2}" width="{width}" height="10" fill="{color}"/>'
-                    f'<text x="{95 + width}" y="{y + 10}" font-size="10">{count:,}</text>')
-    svg = f'<svg width="600" height="{14 * len(names) + 4}" xmlns="http://www.w3.org/2000/svg">{"".join(bars)}</svg>'
-    levels = "".join(f"<tr><td>{esc(level)}</td><td>{c['passed']:,}</td><td>{c['failed']:,}</td></tr>"
-                     for level, c in data["per_level"].items())
+        if count:
+            bar = f'<span class="bar" style="width:{max(0.5, 100 * count / most):.1f}%"></span>'
+        else:
+            bar = '<span class="bar none">not reached</span>'
+        rows.append(f'<tr id="{esc(rule)}"><td>{_rule_link(rule, out)}</td><td class="title">{esc(title(rule))}</td>'
+                    f'<td class="num">{count:,}</td><td class="barcell">{bar}</td></tr>')
+    missed, unreachable = _never(data)
+    never = "".join(
+        f"<li>{_rule_link(r, out)} {esc(title(r))}: "
+        f"{esc('not reachable by any event: ' + NOT_REACHABLE_BY_EVENTS[r]) if r in NOT_REACHABLE_BY_EVENTS else 'not reached by this run (more traces, more steps or other seeds may reach it)'}</li>"
+        for r in missed + unreachable)
+    levels = "".join(f"<tr><td>{esc(level)}</td><td class=num>{c['passed']:,}</td><td class=num>{c['failed']:,}</td>"
+                     f"<td class=num>{c.get('not_reached', 0):,}</td></tr>" for level, c in data["per_level"].items())
     failures = "".join(
-        f"<tr><td>{f['seed']}</td><td>{f['step']}</td><td>{esc(f['part'] or '')}</td><td><pre>{esc(f['report'] or '')}</pre></td></tr>"
+        f"<tr><td>{f['seed']}</td><td>{f['step']}</td><td>{esc(f['part'] or '')}</td><td><details><summary>"
+        f"{esc((f['report'] or '').partition(chr(10))[0])}</summary><pre>{esc(f['report'] or '')}</pre></details></td></tr>"
         for f in data["failures"]) or '<tr><td colspan="4">none: every trace passed</td></tr>'
     shrunk = "".join(f"<li>seed {d['seed']}: {d['events']} events, <code>{esc(d['replay'])}</code></li>"
                      for d in data["divergences"])
     w = data["workload"]
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>kraftspec conform</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:60em}} td,th{{padding:2px 8px;text-align:left;vertical-align:top}}
-pre{{margin:0;font-size:11px}}</style></head><body>
+<style>body{{font-family:sans-serif;margin:2em;max-width:72em}} td,th{{padding:2px 8px;text-align:left;vertical-align:top}}
+.num{{text-align:right}} pre,code{{font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}} pre{{margin:0;max-width:60em}}
+.rules td{{padding:1px 6px;font-size:13px}} .rules .title{{color:#555}} .barcell{{width:30em}}
+.bar{{display:inline-block;height:11px;background:#3b7dd8}} .bar.none{{width:100%;height:auto;background:#f6d5d5;color:#a01818;font-size:11px;padding:0 4px;box-sizing:border-box}}
+summary{{cursor:pointer;font-size:13px}} a{{color:#1a4f9c;text-decoration:none}} a:hover{{text-decoration:underline}}</style></head><body>
 <h1>kraftspec conform</h1>
 <p>{data['traces']:,} traces of {w['steps']} events (seeds {w['first_seed']}..{w['first_seed'] + w['traces'] - 1}),
 adapter <code>{esc(w['adapter'])}</code>, level {esc(w['level'])}, spec {esc(data['spec_version'])}:
 <b>{data['passed']:,} passed, {data['failed']:,} failed</b>; {data['events']:,} events in {data['seconds']} s.</p>
-<table><tr><th>level</th><th>passed</th><th>failed</th></tr>{levels}</table>
+<table><tr><th>level</th><th>passed</th><th>failed</th><th>not reached</th></tr>{levels}</table>
+<p>A trace is compared level by level; the levels after the first one it fails at are not reached.</p>
 <h2>Divergences</h2>
+<p>The first failing traces (click one for its report: the reply or part that differs, the rules that decided it, the
+command that replays it).</p>
 <table><tr><th>seed</th><th>step</th><th>part</th><th>report</th></tr>{failures}</table>
 {f"<h3>Shrunk</h3><ul>{shrunk}</ul>" if shrunk else ""}
 <h2>Rule coverage</h2>
-<p>Traces in which each rule fired; in red the rules no trace reached.</p>
-{svg}
+<p>{len(rules)} of {len(rules) + len(data['never_reached'])} rules reached: the traces in which each rule fired, and
+in red the rules no trace reached. Each rule links to its definition in the specification.</p>
+{f"<h3>Rules not reached</h3><ul>{never}</ul>" if never else ""}
+<table class="rules"><tr><th>rule</th><th></th><th>traces</th><th></th></tr>{"".join(rows)}</table>
 </body></html>
 """
 

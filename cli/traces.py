@@ -128,13 +128,20 @@ def add_parsers(commands) -> None:
     shrink = commands.add_parser(
         "shrink", help="reduce a failing trace to a minimal one",
         description="Reduce a trace on which the system under test diverges to a shortest trace that still "
-        "diverges the same way (re-recorded from the model, so it stays valid), and write it to the corpus.",
+        "diverges the same way (re-recorded from the model, so it stays valid). The shrunk trace is written to "
+        f"the folder {SHRUNK_DIR}/ in the current directory, or to --out DIR; with --corpus DIR it is added "
+        "to that regression corpus instead, whose README.md index is rewritten. Progress goes to standard error.",
     )
     shrink.add_argument("trace", help="the failing trace")
     shrink.add_argument("--adapter", default="impl", help="the system under test: impl (default), model, or subprocess:COMMAND")
     shrink.add_argument("--level", choices=LEVELS, default="records", help="the level at which it diverges (default records)")
-    shrink.add_argument("--corpus", default="conformance/corpus", help="where to write the shrunk trace")
-    shrink.add_argument("--description", default="", help="a one-line description for the corpus")
+    where = shrink.add_mutually_exclusive_group()
+    where.add_argument("--out", metavar="DIR", default=SHRUNK_DIR,
+                       help=f"the folder to write the shrunk trace to, created if missing (default ./{SHRUNK_DIR})")
+    where.add_argument("--corpus", metavar="DIR",
+                       help="add the shrunk trace to this regression corpus and rewrite its README.md index "
+                       "(for example conformance/corpus in a kraftspec checkout)")
+    shrink.add_argument("--description", default="", help="a one-line description, kept in the trace's header")
 
     coverage = commands.add_parser(
         "coverage", help="which rules a set of traces exercises",
@@ -294,23 +301,71 @@ def run_replay(args) -> int:
     return 1 if failed else 0
 
 
+SHRUNK_DIR = "kraftspec-shrunk"
+
+
+class ShrinkMeter:
+    """How a shrink goes, on standard error: the events of the smallest failing trace so far and the
+    candidates replayed; redrawn in place on a terminal, elsewhere a line every ``every`` seconds."""
+
+    def __init__(self, label: str, stream=None, every: float = 10.0) -> None:
+        self.label, self.every = label, every
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.started = self.shown = time.perf_counter()
+        self.state = "starting"
+
+    def text(self, now: str = " so far") -> str:
+        return f"{self.label}: {self.state.format(now=now)}, {time.perf_counter() - self.started:.0f} s"
+
+    def __call__(self, spent: int, budget: int, events: int) -> None:
+        self.state = f"{events} events{{now}}, {spent} candidates replayed (at most {budget})"
+        if self.tty:
+            self.stream.write(f"\r{self.text()}   ")
+            self.stream.flush()
+        elif time.perf_counter() - self.shown >= self.every:
+            self.shown = time.perf_counter()
+            print(self.text(), file=self.stream, flush=True)
+
+    def done(self) -> None:
+        """The outcome, on its own line."""
+        self.stream.write(("\r" if self.tty else "") + self.text(now="") + "\n")
+        self.stream.flush()
+
+
 def run_shrink(args) -> int:
+    from kraftspec.conformance.adapters import AdapterFailure
     from kraftspec.conformance.replay import replay
     from kraftspec.conformance.shrink import failing_against, shrink, write_to_corpus
 
     try:
         trace = read(args.trace)
-        _adapter(args.adapter).close()
+        adapter = _adapter(args.adapter)  # one for every candidate: a server process is started once
     except (TraceError, ValueError) as problem:
         return _fail(str(problem))
-    verdict = replay(trace, _adapter(args.adapter), args.level, args.trace)
-    if verdict.passed:
-        return _fail(f"{args.trace} passes against {args.adapter} at level {args.level}: nothing to shrink")
-    smaller = shrink(trace, failing_against(lambda: _adapter(args.adapter), args.level))
-    description = args.description or f"shrunk from {Path(args.trace).name}: {verdict.divergence.part} differ at step {verdict.divergence.step}"
-    path = write_to_corpus(smaller, description, args.corpus)
-    print(f"{len(trace.steps)} steps -> {len(smaller.steps)} steps: {path}")
-    print(replay(smaller, _adapter(args.adapter), args.level, path).report(args.adapter))
+    try:
+        verdict = replay(trace, adapter, args.level, args.trace)
+        if verdict.passed:
+            return _fail(f"{args.trace} passes against {args.adapter} at level {args.level}: nothing to shrink")
+        print(f"{args.trace}: diverges at step {verdict.divergence.step} ({verdict.divergence.part}); shrinking "
+              f"{len(trace.steps)} events", file=sys.stderr, flush=True)
+        meter = ShrinkMeter("shrinking")
+        try:
+            smaller = shrink(trace, failing_against(lambda: adapter, args.level), progress=meter)
+        finally:
+            meter.done()
+        description = args.description or f"shrunk from {Path(args.trace).name}: {verdict.divergence.part} differ at step {verdict.divergence.step}"
+        if args.corpus:
+            path = write_to_corpus(smaller, description, args.corpus)
+        else:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            path = smaller.with_description(description).write(Path(args.out))
+        print(f"{len(trace.steps)} steps -> {len(smaller.steps)} steps: {path}")
+        print(replay(smaller, adapter, args.level, path).report(args.adapter))
+    except (ValueError, AdapterFailure) as problem:
+        return _fail(f"{args.trace}: {problem}")
+    finally:
+        getattr(adapter, "shutdown", adapter.close)()
     return 0
 
 

@@ -21,6 +21,7 @@ from .adapters import Adapter, AdapterFailure
 from .trace import LEVELS, Step, Trace, step_error
 
 CHECKS_COMMITTED = ("commit", "failover", "snapshot")
+REPLY_HOW = {"differs": "differs", "missing": "expected, not released", "unexpected": "released, not expected"}
 
 
 @frozen
@@ -45,6 +46,23 @@ class Divergence:
             out = out[:limit] + [f"... ({len(out) - limit} more diff lines)"]
         return "\n".join(out)
 
+    def reply(self) -> tuple[dict[str, Any], str] | None:
+        """For a divergence in the replies: the first reply that differs, and how (``differs``,
+        ``missing`` when it was expected and not released, ``unexpected`` when it was released and not
+        expected). The reply is the expected one, or the actual one when it was not expected."""
+        if self.part != "replies":
+            return None
+        expected = list(self.expected or [])
+        actual = self.actual if isinstance(self.actual, list) else []
+        for i in range(max(len(expected), len(actual))):
+            want = expected[i] if i < len(expected) else None
+            got = actual[i] if i < len(actual) else None
+            if want != got:
+                if want is None:
+                    return (got, "unexpected") if isinstance(got, dict) else None
+                return want, "differs" if got is not None else "missing"
+        return None
+
 
 @frozen
 class Verdict:
@@ -66,23 +84,53 @@ class Verdict:
         """The trace's name, computed only when a report asks for it (naming encodes every line)."""
         return self.source.name
 
-    def repro(self, adapter_spec: str | None = None) -> str:
-        """A one-line command that replays the trace to the same place."""
-        target = shlex.quote(self.path) if self.path else f"<{self.trace}.jsonl>"
-        return f"kraftspec replay {target} --adapter {shlex.quote(adapter_spec or self.adapter)} --level {self.level}"
+    def repro(self, adapter_spec: str | None = None, path: str | Path | None = None) -> str | None:
+        """A one-line command that replays the trace file (``path``, or the one replayed) to the
+        same place; None when the trace was replayed from memory and no file is named."""
+        path = path or self.path
+        if not path:
+            return None
+        return f"kraftspec replay {shlex.quote(str(path))} --adapter {shlex.quote(adapter_spec or self.adapter)} --level {self.level}"
 
-    def report(self, adapter_spec: str | None = None) -> str:
+    def report(self, adapter_spec: str | None = None, path: str | Path | None = None) -> str:
+        """What happened, for a person: the step, the event, the reply or part that differs, the rules
+        that decided it, a diff, and the command that replays the trace file (``path``, or the one
+        replayed; none when the trace has no file)."""
         if self.passed:
             return f"PASS {self.trace} ({self.steps} steps, {self.adapter}, {self.level})"
         d = self.divergence
         parts = [
             f"FAIL {self.trace}: {self.adapter} departs from the trace at step {d.step} of {self.total} ({d.part})",
             f"  event:   {json.dumps(d.event, sort_keys=True)}",
-            f"  rules:   {' '.join(d.rules) or '-'}" + (f"; refused by {' '.join(d.rejected_by)}" if d.rejected_by else ""),
-            "  " + d.diff().replace("\n", "\n  "),
-            f"  repro:   {self.repro(adapter_spec)}",
         ]
+        parts += self._reply_and_rules(d)
+        parts.append("  " + d.diff().replace("\n", "\n  "))
+        repro = self.repro(adapter_spec, path)
+        if repro:
+            parts.append(f"  repro:   {repro}")
         return "\n".join(parts)
+
+    def _reply_and_rules(self, d: Divergence) -> list[str]:
+        """The report's lines naming the reply that differs (api, seq, the step of its request) and
+        the rules that decided it: those of the request's step, then those of the step that released
+        the reply when it is another (a commit, say)."""
+        def rules(names, refused) -> str:
+            return (" ".join(names) or "-") + (f"; refused by {' '.join(refused)}" if refused else "")
+
+        found = d.reply()
+        if found is None:
+            return [f"  rules:   {rules(d.rules, d.rejected_by)}"]
+        reply, how = found
+        seq = reply.get("seq")
+        request = next((s for s in self.source.steps if s.seq is not None and s.seq == seq), None)
+        asked = f" to the request of step {request.n}" if request is not None else ""
+        lines = [f"  reply:   {reply.get('api', '?')} seq {seq}{asked}, released at step {d.step}: {REPLY_HOW[how]}"]
+        if request is None or request.n == d.step:
+            lines.append(f"  rules:   {rules(d.rules, d.rejected_by)}")
+        else:
+            lines.append(f"  rules:   step {request.n} (the request): {rules(request.rules, request.rejected_by)}")
+            lines.append(f"           step {d.step} (released it): {rules(d.rules, d.rejected_by)}")
+        return lines
 
 
 def committed_checks(trace: Trace, level: str) -> list[bool]:

@@ -51,6 +51,9 @@ DEFAULT_BUDGET = 2000
 Failing = Callable[[Trace], object | None]
 """A predicate: None when the trace passes, otherwise a signature of how it fails."""
 
+Progress = Callable[[int, int, int], None]
+"""Told after each recording: ``(recordings spent, budget, events of the smallest failing trace so far)``."""
+
 
 # ---- predicates --------------------------------------------------------------------------------
 
@@ -138,8 +141,9 @@ class BudgetSpent(Exception):
 class Shrinker:
     """One shrink: the events of the smallest failing candidate so far, and the budget left."""
 
-    def __init__(self, trace: Trace, failing: Failing, budget: int):
+    def __init__(self, trace: Trace, failing: Failing, budget: int, progress: Progress | None = None):
         self.failing = failing
+        self.progress = progress
         self.target = failing(trace)
         if self.target is None:
             raise ValueError(f"trace {trace.name} does not fail the given predicate: nothing to shrink")
@@ -174,6 +178,8 @@ class Shrinker:
         kept = self.tried[key]
         if kept is not None:
             self.events, self.best = list(events), kept
+        if self.progress is not None:
+            self.progress(self.spent, self.budget, len(self.events))
         return kept is not None
 
     def run(self) -> Trace:
@@ -238,12 +244,12 @@ class Shrinker:
         return changed
 
 
-def shrink(trace: Trace, failing: Failing, budget: int = DEFAULT_BUDGET) -> Trace:
+def shrink(trace: Trace, failing: Failing, budget: int = DEFAULT_BUDGET, progress: Progress | None = None) -> Trace:
     """The shortest, simplest trace found that fails ``failing`` the same way as ``trace``
-    (see the module's docstring); ``budget`` bounds the recordings. The result is recorded from
-    the model, so it replays cleanly against the model; its header names what it was shrunk from.
-    Raises ValueError when ``trace`` does not fail."""
-    return Shrinker(trace, failing, budget).run()
+    (see the module's docstring); ``budget`` bounds the recordings, and ``progress`` is told after
+    each one. The result is recorded from the model, so it replays cleanly against the model; its
+    header names what it was shrunk from. Raises ValueError when ``trace`` does not fail."""
+    return Shrinker(trace, failing, budget, progress).run()
 
 
 # ---- simpler events ----------------------------------------------------------------------------

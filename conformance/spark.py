@@ -10,15 +10,18 @@ idempotent.
 :func:`run_job` spreads contiguous ranges of seeds over the executors (``mapPartitions``, so each
 Python worker makes one adapter per task and the trace never leaves it), writes the rows as
 Parquet, and aggregates them with Spark into a :class:`Summary`: pass or fail per level, events,
-rule coverage. :func:`shrink_failures` then shrinks a few failing traces on the driver and writes
-them out, each with the one command that reproduces it on a laptop.
+rule coverage. :func:`write_divergences` then writes the first failing traces out as files, each
+with the one command that replays it on a laptop, and shrinks a few of them on the driver.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shlex
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -72,7 +75,8 @@ RESULT_FIELDS = (
     ("divergence_part", "string"), ("report", "string"), ("rules", "map<string,int>"), ("seconds", "double"),
     ("trace", "string"),
 )
-"""One row per trace. ``passed_<level>`` is null above the level asked for; ``report`` and the
+"""One row per trace. ``passed_<level>`` is null above the level asked for and above the first level
+that failed (not reached: see :func:`level_verdicts`); ``report`` and the
 divergence columns are null for a trace that passes; ``trace`` (the JSON Lines) is kept as
 ``Workload.keep_traces`` says; ``rules`` counts how often each rule fired in the trace."""
 
@@ -85,15 +89,7 @@ def check_seed(seed: int, workload: Workload, adapter) -> dict[str, Any]:
     started = time.perf_counter()
     trace = walk(seed, workload.steps, workload.brokers, workload.partitions)
     verdict = replay(trace, adapter, workload.level)
-    asked = LEVELS.index(workload.level)
-    passed = {level: (True if verdict.passed else None) if i <= asked else None for i, level in enumerate(LEVELS)}
-    if not verdict.passed:
-        lowest = LEVELS.index(PART_LEVEL.get(verdict.divergence.part, "responses"))
-        for i, level in enumerate(LEVELS[: asked + 1]):
-            if i >= lowest:
-                passed[level] = False
-            else:  # a lower level may pass although the asked one failed: replay at it to know
-                passed[level] = replay(trace, adapter, level).passed
+    passed = level_verdicts(verdict, workload.level, lambda level: replay(trace, adapter, level).passed)
     params = trace.header.generator["params"]
     fired = Counter(_start_rules(trace.header.config)) + Counter(rule for step in trace.steps for rule in step.rules)
     keep = workload.keep_traces == "all" or (workload.keep_traces == "failing" and not verdict.passed)
@@ -108,6 +104,25 @@ def check_seed(seed: int, workload: Workload, adapter) -> dict[str, Any]:
         "rules": dict(fired), "seconds": time.perf_counter() - started,
         "trace": "\n".join(trace.lines()) + "\n" if keep else None,
     }
+
+
+def level_verdicts(verdict, asked: str, passes) -> dict[str, bool | None]:
+    """Each level's verdict for a trace replayed at level ``asked``: True passed, False failed, None
+    not reached (above ``asked``, or above the first level that failed: a comparison stops at its
+    first divergence, so the levels above it were never tried). The lowest levels are tried again
+    with ``passes(level)`` when the divergence shows at a higher one: a trace may fail at responses
+    later than it fails at records."""
+    verdicts: dict[str, bool | None] = dict.fromkeys(LEVELS)
+    top = LEVELS.index(asked)
+    if verdict.passed:
+        return {level: True if i <= top else None for i, level in enumerate(LEVELS)}
+    shows_at = LEVELS.index(PART_LEVEL.get(verdict.divergence.part, "responses"))
+    for level in LEVELS[:shows_at]:
+        verdicts[level] = passes(level)
+        if not verdicts[level]:
+            return verdicts
+    verdicts[LEVELS[shows_at]] = False
+    return verdicts
 
 
 _STARTS: dict[str, tuple[str, ...]] = {}
@@ -174,8 +189,9 @@ def result_schema() -> str:
 
 
 def run_job(spark, workload: Workload, out: Path, tasks: int | None = None):
-    """Check every seed of ``workload`` on Spark and write ``out/results`` and ``out/traces`` as
-    Parquet; returns the results as a cached DataFrame (the trace column left out)."""
+    """Check every seed of ``workload`` on Spark and write ``out/results`` and, when some trace is
+    kept, ``out/traces`` as Parquet, in a few large files; returns the results as a cached DataFrame
+    (the trace column left out)."""
     from pyspark import StorageLevel
 
     sc = spark.sparkContext
@@ -185,11 +201,25 @@ def run_job(spark, workload: Workload, out: Path, tasks: int | None = None):
     rows = sc.parallelize(ranges, len(ranges)).mapPartitionsWithIndex(_task(workload))
     frame = spark.createDataFrame(rows, schema=result_schema()).persist(StorageLevel.MEMORY_AND_DISK)
     sc.setJobDescription(f"kraftspec conform: {workload.traces} traces")
+    frame.count()  # every task runs here, in parallel; the writes below read the cached rows
     results = frame.drop("trace")
-    results.write.parquet(str(out / "results"))
-    if workload.keep_traces != "none":
-        frame.where("trace IS NOT NULL").select("seed", "name", "trace").write.parquet(str(out / "traces"))
+    results.coalesce(_files(workload.traces, RESULTS_PER_FILE)).write.parquet(str(out / "results"))
+    kept = frame.where("trace IS NOT NULL").select("seed", "name", "trace")
+    count = kept.count() if workload.keep_traces != "none" else 0
+    if count:  # no folder when no trace is kept (nothing failed)
+        kept.coalesce(_files(count, TRACES_PER_FILE)).write.parquet(str(out / "traces"))
+    tidy_output(out)
     return results
+
+
+RESULTS_PER_FILE = 500_000
+TRACES_PER_FILE = 20_000
+"""Rows per Parquet file: a few large files rather than one per task (a result row is about 200
+bytes, a trace of 50 events about 30 kB before compression)."""
+
+
+def _files(rows: int, per_file: int) -> int:
+    return max(1, -(-rows // per_file))
 
 
 @frozen
@@ -198,10 +228,10 @@ class Summary:
     traces: int
     events: int
     passed: int
-    per_level: dict[str, dict[str, int]]  # level -> {"passed": n, "failed": n}
+    per_level: dict[str, dict[str, int]]  # level -> {"passed": n, "failed": n, "not_reached": n}
     rules: dict[str, dict[str, int]]  # rule -> {"traces": n, "firings": n}
     never_reached: tuple[str, ...]
-    failures: tuple[dict[str, Any], ...]  # the first failures: seed, name, step, part, report
+    failures: tuple[dict[str, Any], ...]  # the first failures: seed, name, step, part, report (and path, once written)
     seconds: float
     divergences: tuple[dict[str, Any], ...] = ()  # shrunk: seed, path, steps, repro
 
@@ -233,9 +263,10 @@ def summarize(results, workload: Workload, seconds: float, keep_failures: int = 
     sums = [F.count("*").alias("traces"), F.sum("events").alias("events"), F.sum(F.col("passed").cast("int")).alias("passed")]
     for level in levels:
         column = F.col(f"passed_{level}")
-        sums += [F.sum(column.cast("int")).alias(f"{level}_passed"), F.sum((~column).cast("int")).alias(f"{level}_failed")]
+        sums += [F.sum(column.cast("int")).alias(f"{level}_passed"), F.sum((~column).cast("int")).alias(f"{level}_failed"),
+                 F.sum(column.isNull().cast("int")).alias(f"{level}_not_reached")]
     totals = results.agg(*sums).first()  # one pass for the totals and every level
-    per_level = {level: {"passed": totals[f"{level}_passed"] or 0, "failed": totals[f"{level}_failed"] or 0}
+    per_level = {level: {kind: totals[f"{level}_{kind}"] or 0 for kind in ("passed", "failed", "not_reached")}
                  for level in levels}
     fired = (results.select(F.explode("rules").alias("rule", "firings"))
              .groupBy("rule").agg(F.count("*").alias("traces"), F.sum("firings").alias("firings")).collect())
@@ -255,26 +286,95 @@ def _rule_key(rule: str) -> tuple[str, int]:
     return area, int(number) if number.isdigit() else 0
 
 
-def shrink_failures(summary: Summary, out: Path, limit: int = 5) -> Summary:
-    """Shrink the first ``limit`` failing traces on the driver and write each to ``out/divergences``."""
+def write_divergences(summary: Summary, out: Path, limit: int = 5, progress=None) -> Summary:
+    """Write each failing trace of the summary (its first failures) to ``out/divergences`` as JSON
+    Lines, ``seed-SEED.jsonl``, and give its report the command that replays that file; shrink the
+    first ``limit`` of them on the driver to ``seed-SEED-shrunk.jsonl``; write the folder's
+    README.md. ``progress(index, count, failure, spent, budget, events)`` is told how each shrink
+    goes. Returns the summary with its failures' reports completed and its divergences."""
     from attrs import evolve
 
     from .generate import walk
-    from .shrink import failing_against, shrink, write_to_corpus
+    from .shrink import failing_against, shrink
     from .subprocess_adapter import adapter_from_spec
 
     w = summary.workload
-    written = []
-    for failure in summary.failures[:limit]:
-        trace = walk(failure["seed"], w.steps, w.brokers, w.partitions)
-        smaller = shrink(trace, failing_against(lambda: adapter_from_spec(w.adapter), w.level))
-        description = (f"seed {failure['seed']} of kraftspec conform (spec {SPEC_VERSION}), shrunk from "
-                       f"{len(trace.steps)} to {len(smaller.steps)} events: diverges at {failure['part']}")
-        path = write_to_corpus(smaller, description, out / "divergences")
-        written.append({"seed": failure["seed"], "name": failure["name"], "path": str(path), "events": len(smaller.steps),
-                        "repro": w.repro(failure["seed"]), "replay": f"kraftspec replay {shlex.quote(str(path))} "
-                        f"--adapter {shlex.quote(w.adapter)} --level {w.level}"})
-    return evolve(summary, divergences=tuple(written))
+    if not summary.failures:
+        return summary
+    folder = out / "divergences"
+    folder.mkdir(parents=True, exist_ok=True)
+    failures, written = [], []
+    adapter = adapter_from_spec(w.adapter) if limit else None  # one for every shrink: a server starts once
+    try:
+        for index, failure in enumerate(summary.failures):
+            seed = failure["seed"]
+            trace = walk(seed, w.steps, w.brokers, w.partitions)
+            original = trace.with_description(f"seed {seed} of kraftspec conform, as generated: diverges at step "
+                                              f"{failure['step']} ({failure['part']})").write(folder / f"seed-{seed}.jsonl")
+            failures.append({**failure, "path": str(original),
+                             "report": _with_repro(failure["report"], _replay_command(original, w))})
+            if index >= limit:
+                continue
+            told = None if progress is None else (
+                lambda spent, budget, events, i=index, f=failure: progress(i, min(limit, len(summary.failures)), f,
+                                                                            spent, budget, events))
+            smaller = shrink(trace, failing_against(lambda: adapter, w.level), progress=told)
+            description = (f"seed {seed} of kraftspec conform (spec {SPEC_VERSION}), shrunk from {len(trace.steps)} "
+                           f"to {len(smaller.steps)} events: diverges at {failure['part']}")
+            path = smaller.with_description(description).write(folder / f"seed-{seed}-shrunk.jsonl")
+            written.append({"seed": seed, "name": failure["name"], "path": str(path), "original": str(original),
+                            "events": len(smaller.steps), "repro": w.repro(seed), "replay": _replay_command(path, w)})
+    finally:
+        if adapter is not None:
+            getattr(adapter, "shutdown", adapter.close)()
+    (folder / "README.md").write_text(_divergences_readme(summary, failures, written), encoding="utf-8")
+    return evolve(summary, failures=tuple(failures), divergences=tuple(written))
+
+
+def _replay_command(path: Path, w: Workload) -> str:
+    return f"kraftspec replay {shlex.quote(str(path))} --adapter {shlex.quote(w.adapter)} --level {w.level}"
+
+
+def _with_repro(report: str, command: str) -> str:
+    """The report with a ``repro:`` line (the command that replays the trace's file) before its ``again:`` line."""
+    lines = report.splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith("  again:")), len(lines))
+    return "\n".join([*lines[:at], f"  repro:   {command}", *lines[at:]])
+
+
+def _divergences_readme(summary: Summary, failures: list[dict], written: list[dict]) -> str:
+    """What the divergences folder holds, for whoever opens it."""
+    w = summary.workload
+    lines = [
+        "# Divergences of a kraftspec conform run",
+        "",
+        f"The run replayed {summary.traces:,} random walks of {w.steps} events (seeds {w.seeds.start} to "
+        f"{w.seeds.stop - 1}) against `{w.adapter}` at level {w.level}, spec {SPEC_VERSION}; "
+        f"{summary.failed:,} of them diverged. This folder holds the first {len(failures)} that diverged, "
+        "as trace files (JSON Lines, spec/traces.md):",
+        "",
+        "- `seed-SEED.jsonl`: the trace as the run generated it;",
+        "- `seed-SEED-shrunk.jsonl`: a shortest trace found that diverges the same way (same part, event kind, "
+        "api and rules), re-recorded from the model; only the first few divergences are shrunk.",
+        "",
+        "Replay one of them against the same system under test, from this folder, with",
+        "",
+        f"    kraftspec replay FILE --adapter {shlex.quote(w.adapter)} --level {w.level}",
+        "",
+        "It prints the step where the system departs from the trace, the event, the reply or part that differs "
+        "and the rules that decided it. The other failing traces are in `../traces` (Parquet), and every "
+        "trace's result in `../results`.",
+        "",
+        "| seed | diverges at step | part | trace | shrunk |",
+        "|---|---|---|---|---|",
+    ]
+    shrunk = {d["seed"]: d for d in written}
+    for failure in failures:
+        d = shrunk.get(failure["seed"])
+        name = Path(failure["path"]).name
+        smaller = f"[{Path(d['path']).name}]({Path(d['path']).name}), {d['events']} events" if d else "-"
+        lines.append(f"| {failure['seed']} | {failure['step']} | {failure['part']} | [{name}]({name}) | {smaller} |")
+    return "\n".join(lines) + "\n"
 
 
 # ---- the session ---------------------------------------------------------------------------------
@@ -337,7 +437,22 @@ def log4j_properties(level: str) -> str:
             "appender.console.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n\n")
 
 
-_LOG4J = log4j_properties("error")
+_LOG4J = log4j_properties("error") + (
+    # Spark prints "Setting default log level" when the shell's logger (which PySpark counts as one)
+    # has no level of its own that equals the root's: give it one
+    "logger.repl.name = org.apache.spark.repl.Main\nlogger.repl.level = error\n")
+
+JVM_NOISE = re.compile(
+    r"WARNING: Using incubator modules: |Using Spark's default log4j profile|Setting default log level to "
+    r"|To adjust logging level use sc\.setLogLevel|NativeCodeLoader: Unable to load native-hadoop library")
+"""Lines the JVM and Spark print on every start that say nothing about the run: dropped from the
+driver JVM's standard error (everything else, errors first, goes through)."""
+
+HADOOP_OUTPUT = {
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",  # no .crc file beside each output
+    "spark.hadoop.fs.file.impl.disable.cache": "true",
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",  # no _SUCCESS file
+}
 
 
 def session(master: str, app_name: str = "kraftspec conform"):
@@ -356,10 +471,53 @@ def session(master: str, app_name: str = "kraftspec conform"):
     conf_dir.mkdir(exist_ok=True)
     (conf_dir / "log4j2.properties").write_text(_LOG4J)
     os.environ.setdefault("SPARK_CONF_DIR", str(conf_dir))
-    spark = (SparkSession.builder.master(master).appName(app_name)
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.ui.enabled", "false")
-             .config("spark.python.worker.reuse", "true")
-             .getOrCreate())
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.ui.enabled", "false")
+               .config("spark.python.worker.reuse", "true"))
+    for key, value in HADOOP_OUTPUT.items():
+        builder = builder.config(key, value)
+    with _quiet_jvm_start():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark, True
+
+
+@contextlib.contextmanager
+def _quiet_jvm_start():
+    """While the driver JVM is launched, standard error (file descriptor 2, which the JVM inherits
+    for its whole life) is a pipe that a thread copies to the real standard error, leaving out the
+    lines of :data:`JVM_NOISE`. A JVM already running (a session stopped and started again) is
+    left as it is."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:  # the JVM runs already: nothing new will start
+        yield
+        return
+    sys.stderr.flush()
+    real = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    threading.Thread(target=_copy_without_noise, args=(read_end, real), daemon=True,
+                     name="kraftspec JVM stderr").start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(real, 2)  # this process writes to the real standard error again; the JVM keeps the pipe
+
+
+def _copy_without_noise(read_end: int, real: int) -> None:
+    with open(read_end, "rb") as pipe, open(real, "wb", buffering=0, closefd=False) as out:
+        for line in pipe:
+            if not JVM_NOISE.search(line.decode("utf-8", "replace")):
+                out.write(line)
+
+
+def tidy_output(folder: Path) -> None:
+    """Remove what Hadoop's committer leaves beside the Parquet files when the settings of
+    :data:`HADOOP_OUTPUT` were not in force (a session started elsewhere): checksum files and
+    the _SUCCESS marker."""
+    for leftover in [*folder.rglob(".*.crc"), *folder.rglob("_SUCCESS")]:
+        leftover.unlink()

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_shrink import BrokenImpl
 
 from kraftspec.cli import main
 from kraftspec.conformance.spark import Workload, check_seeds, run_job, session, slices
@@ -49,6 +50,7 @@ def test_the_same_seeds_give_the_same_results_however_the_work_is_cut(spark, tmp
     run_job(spark, workload, tmp_path / "three", tasks=3).unpersist()
     run_job(spark, workload, tmp_path / "seven", tasks=7).unpersist()
     three, seven = rows(spark, tmp_path / "three" / "results"), rows(spark, tmp_path / "seven" / "results")
+    assert not (tmp_path / "three" / "traces").exists()  # nothing failed: no trace is kept, no empty Parquet
     in_process = [dict(r, rules=r["rules"]) for r in check_seeds(workload.seeds, workload)]
     assert [r["seed"] for r in three] == list(range(100, 160))
     assert essentials(three) == essentials(seven) == essentials(in_process)
@@ -75,14 +77,17 @@ def test_conform_writes_results_traces_summary_and_report(spark, tmp_path, capsy
     summary = json.loads((out / "summary.json").read_text())
     assert summary == json.loads((tmp_path / "summary.json").read_text())
     assert summary["traces"] == summary["passed"] == 120 and summary["failed"] == 0
-    assert summary["events"] == 120 * 30 and summary["per_level"]["records"] == {"passed": 120, "failed": 0}
+    assert summary["events"] == 120 * 30 and summary["per_level"]["records"] == {"passed": 120, "failed": 0, "not_reached": 0}
     assert summary["rules"]["LOG-14"]["traces"] == 120  # the bootstrap batch, in every trace
     assert summary["rules"]["REG-6"]["firings"] >= summary["rules"]["REG-6"]["traces"] > 0
     assert len(rows(spark, out / "results")) == 120
+    # one Parquet file per output for a run this size, and nothing beside it (no .crc, no _SUCCESS)
+    assert [p.suffix for p in (out / "results").iterdir()] == [".parquet"]
+    assert [p.suffix for p in (out / "traces").iterdir()] == [".parquet"]
     traces = rows(spark, out / "traces")
     assert len(traces) == 120 and traces[0]["trace"].startswith('{"config"')
     report = (out / "report.html").read_text()
-    assert "<svg" in report and "LOG-14" in report and "every trace passed" in report
+    assert 'class="bar"' in report and 'id="LOG-14"' in report and "every trace passed" in report
 
 
 def test_divergences_are_reported_shrunk_and_reproducible_from_their_seed(spark, tmp_path, capsys):
@@ -90,15 +95,36 @@ def test_divergences_are_reported_shrunk_and_reproducible_from_their_seed(spark,
     adapter = f"{SERVER} --alter-reply-at 12"  # changes a reply of every trace, from its 12th event on
     assert main(["conform", "--master", MASTER, "--traces", "6", "--steps", "20", "--out", str(out),
                  "--adapter", adapter, "--shrink", "1"]) == 1
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["failed"] == summary["traces"] == 6 and summary["per_level"]["responses"]["failed"] == 6
+    failed, passed = summary["failed"], summary["passed"]
+    assert failed >= 3 and failed + passed == 6
+    # a trace that fails at responses is not compared at state and records: not reached, not failed
+    assert summary["per_level"] == {"responses": {"passed": passed, "failed": failed, "not_reached": 0},
+                                    "state": {"passed": passed, "failed": 0, "not_reached": failed},
+                                    "records": {"passed": passed, "failed": 0, "not_reached": failed}}
     failure = summary["failures"][0]
     assert failure["part"] == "replies" and "again:   kraftspec generate --spec" in failure["report"]
     [shrunk] = summary["divergences"]
-    assert shrunk["events"] < 20 and (out / "divergences").exists()
+    assert shrunk["events"] < 20 and Path(shrunk["path"]).exists() and Path(shrunk["original"]).exists()
     assert "FAIL" in printed and "shrunk" in printed
-    assert len(rows(spark, out / "traces")) == 6  # the failing traces are kept
+    assert "shrinking 1 of 1" in captured.err and "candidates replayed" in captured.err  # shrink shows progress
+    assert len(rows(spark, out / "traces")) == failed  # the failing traces are kept
+
+    # each failing trace is a file in OUT/divergences, and its report's repro command replays that very file
+    [repro] = [line.split("repro:   ", 1)[1] for line in failure["report"].splitlines() if "repro:" in line]
+    command = shlex.split(repro)
+    assert Path(command[2]) == out / "divergences" / f"seed-{failure['seed']}.jsonl" and Path(command[2]).exists()
+    assert f"repro:   {repro}" in printed
+    assert main(command[1:]) == 1
+    assert f"departs from the trace at step {failure['step']}" in capsys.readouterr().out
+
+    # the folder's README describes that folder, not the regression corpus
+    readme = (out / "divergences" / "README.md").read_text()
+    assert "Divergences of a kraftspec conform run" in readme and "seed-SEED-shrunk.jsonl" in readme
+    assert f"[seed-{failure['seed']}.jsonl]" in readme and "regression corpus" not in readme
+    assert "runtime rules reached" not in readme and "conformance/corpus" not in readme
 
     # the printed command regenerates the very trace, and replaying it fails the same way
     generate, replay = (shlex.split(part) for part in failure["report"].split("again:   ", 1)[1].split(" && "))
@@ -139,3 +165,132 @@ def test_a_missing_java_is_reported_not_a_stack_trace(tmp_path):
     done = subprocess.run([sys.executable, "-m", "kraftspec", "conform", "--traces", "2", "--master", "local[1]",
                            "--out", str(tmp_path / "o")], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 2 and "Java was not found" in done.stderr and "Traceback" not in done.stderr
+
+
+# ---- what a person reads: the divergence report, the per-level table, the progress, report.html ----
+
+
+class AltersRepliesReleasedByCommits(BrokenImpl):
+    """Changes the first reply a commit releases (a reply decided by an earlier request, held until
+    its records commit)."""
+
+    def step(self, event):
+        outputs = super().step(event)
+        if event["kind"] == "commit" and outputs["replies"]:
+            first = outputs["replies"][0]
+            outputs = {**outputs, "replies": [{**first, "body": {**first["body"], "ThrottleTimeMs": 1}},
+                                              *outputs["replies"][1:]]}
+        return outputs
+
+
+def test_a_reply_released_by_a_commit_is_named_with_the_rules_of_its_request():
+    from kraftspec.conformance.generate import walk
+    from kraftspec.conformance.replay import replay
+
+    trace = walk(0, 30)
+    verdict = replay(trace, AltersRepliesReleasedByCommits(), "records")
+    d = verdict.divergence
+    assert d.part == "replies" and d.event["kind"] == "commit"
+    reply = d.expected[0]
+    [request] = [s for s in trace.steps if s.seq == reply["seq"]]
+    assert request.n < d.step
+    report = verdict.report()
+    assert f"reply:   {reply['api']} seq {reply['seq']} to the request of step {request.n}, released at step {d.step}" in report
+    assert f"rules:   step {request.n} (the request): {' '.join(request.rules)}" in report
+    assert f"step {d.step} (released it): {' '.join(d.rules)}" in report
+    assert "repro:" not in report and ".jsonl>" not in report  # replayed from memory: no file to name
+    assert "repro:   kraftspec replay some/where.jsonl --adapter" in verdict.report(path="some/where.jsonl")
+
+
+def test_the_levels_after_the_first_that_fails_are_not_reached():
+    from kraftspec.conformance.generate import walk
+    from kraftspec.conformance.replay import replay
+    from kraftspec.conformance.spark import level_verdicts
+
+    trace = walk(0, 30)
+    verdict = replay(trace, AltersRepliesReleasedByCommits(), "records")
+    tried = []
+    assert level_verdicts(verdict, "records", tried.append) == {"responses": False, "state": None, "records": None}
+    assert tried == []  # a divergence in the replies shows at responses: nothing lower to try
+    passing = replay(trace, AltersRepliesReleasedByCommits(), "responses").__class__  # a Verdict without divergence
+    clean = passing(trace, None, "x", "state", 30, 30, 0.0)
+    assert level_verdicts(clean, "state", tried.append) == {"responses": True, "state": True, "records": None}
+
+
+def test_conform_progress_shows_events_per_second_and_the_time_left(capsys):
+    from types import SimpleNamespace
+
+    from kraftspec.conform import _TaskProgress
+
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(statusTracker=lambda: None))
+    progress = _TaskProgress(spark, "replaying", events=4000)
+    progress.started -= 10  # as if started ten seconds ago
+    progress._draw(1, 4)
+    line = capsys.readouterr().err
+    assert "1/4 tasks" in line and "100 events/s" in line and "about 30 s left" in line
+
+
+def test_the_jvm_start_up_lines_are_dropped_and_everything_else_goes_through():
+    import os
+    import threading
+
+    from kraftspec.conformance.spark import _copy_without_noise
+
+    lines = (b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+             b"Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties\n"
+             b'Setting default log level to "WARN".\n'
+             b"To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).\n"
+             b"26/11/25 00:42:59 WARN NativeCodeLoader: Unable to load native-hadoop library for your platform\n"
+             b"26/11/25 00:43:00 ERROR Executor: Exception in task 0.0\n"
+             b"java.lang.OutOfMemoryError: Java heap space\n")
+    source, sink = os.pipe()
+    result, into = os.pipe()
+    copier = threading.Thread(target=_copy_without_noise, args=(source, into))
+    copier.start()
+    os.write(sink, lines)
+    os.close(sink)
+    copier.join()
+    os.close(into)
+    with open(result, "rb") as copied:
+        assert copied.read() == (b"26/11/25 00:43:00 ERROR Executor: Exception in task 0.0\n"
+                                 b"java.lang.OutOfMemoryError: Java heap space\n")
+
+
+def test_a_run_prints_no_jvm_start_up_noise(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "kraftspec", "conform", "--traces", "4", "--steps", "5",
+                           "--master", "local[1]", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for noise in ("incubator modules", "log4j profile", "Setting default log level", "setLogLevel", "NativeCodeLoader"):
+        assert noise not in done.stderr and noise not in done.stdout
+    assert "replaying" in done.stderr and "passed 4" in done.stdout
+
+
+def test_the_report_links_each_rule_and_explains_the_rules_never_reached(tmp_path):
+    import re
+    from html.parser import HTMLParser
+
+    from kraftspec.conform import report_html
+    from kraftspec.spec import rules
+
+    data = {"spec_version": "1.0", "traces": 2, "passed": 2, "failed": 0, "events": 20, "seconds": 1.0,
+            "events_per_second": 20,
+            "workload": {"traces": 2, "first_seed": 0, "steps": 10, "adapter": "impl", "level": "records"},
+            "per_level": {"responses": {"passed": 2, "failed": 0, "not_reached": 0}},
+            "rules": {"LEASE-8": {"traces": 2, "firings": 3}}, "never_reached": ["REG-5", "LOG-13"],
+            "failures": [{"seed": 0, "step": 3, "part": "replies", "report": "FAIL x\n" + "y" * 400}], "divergences": []}
+    out = tmp_path / "run"
+    out.mkdir()
+    page = report_html(data, out)
+    HTMLParser().feed(page)  # well-formed enough to parse
+    lease = rules()["LEASE-8"]
+    link = re.search(r'<tr id="LEASE-8"><td><a href="([^"#]+)#([^"]+)" title="([^"]+)">LEASE-8</a>', page)
+    assert link, page
+    assert (out / link.group(1)).resolve().name == lease.file and (out / link.group(1)).exists()
+    assert link.group(2) == "lease-8--a-lapsed-lease-fences-the-broker-at-the-deadline-exactly"
+    assert link.group(3) == f"LEASE-8 {lease.title}"
+    # the rules never reached show as red bars, and are listed with the reason
+    assert re.search(r'<tr id="REG-5">.*?<span class="bar none">not reached</span>', page)
+    assert re.search(r"REG-5</a> [^<]*: not reached by this run", page)
+    assert re.search(r"LOG-13</a> [^<]*: not reachable by any event", page)
+    assert "white-space:pre-wrap" in page  # long reports wrap instead of overflowing the page

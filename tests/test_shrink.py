@@ -142,3 +142,34 @@ def test_writing_to_a_corpus_names_the_file_by_content_and_indexes_it(tmp_path):
     assert trace.name in index and "a lease lapses" in index and "LEASE-8" in index
     with pytest.raises(ValueError, match="one-line"):
         write_to_corpus(trace, "two\nlines", tmp_path)
+
+
+def test_progress_is_told_after_each_recording_and_ends_at_the_result():
+    failing = failing_against(ForgetsPartitionsWhenALeaseLapses)
+    long = first_failing_walk(failing)
+    told = []
+    short = shrink(long, failing, progress=lambda spent, budget, events: told.append((spent, budget, events)))
+    assert told and told[-1][2] == len(short.steps) and all(budget == 2000 for _, budget, _ in told)
+    assert [spent for spent, _, _ in told] == sorted(spent for spent, _, _ in told)  # never backwards
+    assert told[0][2] <= len(long.steps)
+
+
+def test_the_shrink_command_writes_into_the_working_directory_and_shows_progress(tmp_path, monkeypatch, capsys):
+    """Without --out or --corpus the shrunk trace goes to ./kraftspec-shrunk, never into kraftspec's
+    own folders; progress goes to standard error; --help says where the trace goes."""
+    import sys
+
+    from kraftspec.cli import main
+
+    adapter = f"subprocess:{sys.executable} -m kraftspec.conformance.examples.impl_server --alter-reply-at 12"
+    failing = walk(0, 30).write(tmp_path / "failing.jsonl")
+    monkeypatch.chdir(tmp_path)
+    assert main(["shrink", str(failing), "--adapter", adapter, "--level", "responses"]) == 0
+    captured = capsys.readouterr()
+    [written] = (tmp_path / "kraftspec-shrunk").glob("*.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["failing.jsonl", "kraftspec-shrunk"]  # nothing else
+    assert f"-> {len(read(written).steps)} steps: kraftspec-shrunk/{written.name}" in captured.out
+    assert "shrinking: " in captured.err and "candidates replayed" in captured.err
+    with pytest.raises(SystemExit):
+        main(["shrink", "--help"])
+    assert "kraftspec-shrunk" in capsys.readouterr().out
