@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kraftspec.bench import add_parser as add_bench
     from kraftspec.check_config import add_parser as add_check_config
     from kraftspec.conform import add_parser as add_conform
+    from kraftspec.kafka_matrix import add_parser as add_kafka_matrix
     from kraftspec.prove import add_parser as add_prove
     from kraftspec.traces import add_parsers as add_trace_commands
 
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench(commands)
     add_prove(commands)
     add_check_config(commands)
+    add_kafka_matrix(commands)
     return parser
 
 
@@ -99,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.check_config import run as check_config
 
             return check_config(args)
+        if args.command == "kafka-matrix":
+            from kraftspec.kafka_matrix import run as kafka_matrix
+
+            return kafka_matrix(args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:

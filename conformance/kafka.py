@@ -23,6 +23,9 @@ from pathlib import Path
 DEFAULT_VERSION = "4.4.0"
 """The Kafka release ``--adapter kafka`` builds against: the newest that resolves (November 2026)."""
 
+DEFAULT_VERSIONS = ("4.0.0", "4.1.0", "4.2.0", "4.3.0", "4.4.0")
+"""For the version matrix: every minor release from the oldest 4.x to the newest that resolves."""
+
 DEFAULT_METADATA_VERSION = "3.7-IV1"
 """The metadata.version the adapter's controller runs at: the newest without directory
 assignment (KIP-858), so that brokers register without log directories, as in the KIP."""
