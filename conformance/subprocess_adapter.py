@@ -75,7 +75,8 @@ def adapter_from_spec(spec: str):
     if spec == "kafka" or spec.startswith("kafka:"):
         from kraftspec.conformance import kafka  # builds Apache Kafka's adapter with Maven on first use
 
-        adapter = SubprocessAdapter(kafka.command(spec))
+        # A JVM that builds a controller per trace needs longer than the default on a loaded machine.
+        adapter = SubprocessAdapter(kafka.command(spec), timeout=60.0)
         adapter.spec = spec
         return adapter
     if spec.startswith(SPEC_PREFIX):
