@@ -8,6 +8,7 @@ exists).
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import sys
@@ -19,6 +20,7 @@ from kraftspec.cli import bounded
 
 DEFAULT_TRACES = 20_000
 DEFAULT_MASTER = "local[*,4]"  # all cores; a failed task is tried up to 4 times
+KEPT_FAILURES = 20  # failing traces reported in the summary and written to OUT/divergences
 
 
 def add_parser(commands) -> None:
@@ -55,9 +57,11 @@ def add_parser(commands) -> None:
     conform.add_argument("--out", default=None,
                          help="folder for the results; must not exist (default kraftspec-conform-DATE-TIME)")
     conform.add_argument("--keep-traces", choices=["failing", "all", "none"], default="failing",
-                         help="which traces to write to OUT/traces (default failing)")
+                         help="which traces to write to OUT/traces as Parquet (default failing; no folder when "
+                         "none is kept)")
     conform.add_argument("--shrink", type=bounded("--shrink", 0, 1000), default=5,
-                         help="how many divergences to shrink and write to OUT/divergences (default 5)")
+                         help=f"how many divergences to shrink (default 5); the first {KEPT_FAILURES} failing traces, and the "
+                         "shrunk ones, are written to OUT/divergences as trace files")
     conform.add_argument("--json", metavar="FILE", help="also write the summary to FILE")
     conform.add_argument("--exhaustive", action="store_true",
                          help="enumerate every event sequence of a small scope instead of random walks")
@@ -207,7 +211,7 @@ def _conform(spark, workload, args, out: Path) -> int:
     started = time.perf_counter()
     with _TaskProgress(spark, "replaying", workload.traces * workload.steps):
         results = run_job(spark, workload, out, args.tasks)
-        summary = summarize(results, workload, time.perf_counter() - started)
+        summary = summarize(results, workload, time.perf_counter() - started, KEPT_FAILURES)
     results.unpersist()
     if summary.failed:
         shown = _ShrinkProgress()
@@ -263,6 +267,11 @@ def _never(data: dict) -> tuple[list[str], list[str]]:
     return [r for r in never if r not in NOT_REACHABLE_BY_EVENTS], [r for r in never if r in NOT_REACHABLE_BY_EVENTS]
 
 
+@functools.cache
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
 def _rule_link(rule_id: str, out: Path) -> str:
     """A link to the rule's heading in the installed spec file, relative to the report's folder,
     with the rule's title as its tooltip."""
@@ -280,7 +289,7 @@ def _rule_link(rule_id: str, out: Path) -> str:
         href = os.path.relpath(spec_file, out.resolve())
     except ValueError:  # another drive
         href = spec_file.as_uri()
-    heading = re.search(rf"^### ({re.escape(rule.id)}\s.*?)\s*$", spec_file.read_text(encoding="utf-8"), re.M)
+    heading = re.search(rf"^### ({re.escape(rule.id)}\s.*?)\s*$", _text(spec_file), re.M)
     text = heading.group(1) if heading else rule.id
     anchor = re.sub(r"[^a-z0-9 _-]", "", text.lower()).replace(" ", "-")  # as GitHub and most viewers name headings
     return (f'<a href="{html.escape(href)}#{anchor}" title="{html.escape(rule.id + " " + rule.title)}">'
