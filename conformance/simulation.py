@@ -140,7 +140,6 @@ class Simulation:
         enough = min(3, len(self.processes))
         return 4 if running >= enough else 1 if len(self.state.image.brokers) >= enough else 0
 
-
     def unregistered_starters(self) -> list[int]:
         return [
             b for b, p in self.processes.items()
