@@ -72,7 +72,7 @@ public final class Main {
                         }
                         session = new Session(message.get("config"), metadataVersion, neutral);
                         answer = MAPPER.createObjectNode().put("type", "started").put("protocol", 1).put("name", name);
-                        answer.putArray("levels").add("responses").add("records");
+                        answer.putArray("levels").add("responses").add("state").add("records");
                         // Seed 004's heartbeat version 1 field: Kafka's heartbeat response has none.
                         answer.putObject("unsupported").putArray("fields")
                             .add("BrokerHeartbeatResponse.LowestAcknowledgedOffset");
@@ -83,6 +83,9 @@ public final class Main {
                         }
                         answer = MAPPER.createObjectNode().put("type", "result").put("n", message.get("n").asInt());
                         answer.setAll(session.handle(message.get("event")));
+                        if (message.path("committed").asBoolean(false)) {
+                            answer.set("committed", session.committed());
+                        }
                     }
                     case "stop" -> {
                         answer = MAPPER.createObjectNode().put("type", "stopped");

@@ -56,8 +56,11 @@ final class MemoryRaft {
         committedEnd = nextOffset;
     }
 
-    /** Delivers every batch that ends at or before {@code offset} (LOG-6: whole batches only). */
-    synchronized void commit(long offset) {
+    /**
+     * Delivers every batch that ends before {@code offset} (LOG-6: whole batches only), and
+     * returns them.
+     */
+    synchronized List<Batch<ApiMessageAndVersion>> commit(long offset) {
         List<Batch<ApiMessageAndVersion>> batches = new ArrayList<>();
         while (delivered < log.size() && log.get(delivered).lastOffset() < offset) {
             Batch<ApiMessageAndVersion> b = log.get(delivered++);
@@ -67,6 +70,7 @@ final class MemoryRaft {
         if (!batches.isEmpty() && listener != null) {
             listener.handleCommit(new ListReader(batches));
         }
+        return batches;
     }
 
     /** Tells the controller that leadership is now {@code leaderId}'s, at a new epoch. */

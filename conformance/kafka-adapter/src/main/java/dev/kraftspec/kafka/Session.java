@@ -43,6 +43,11 @@ import org.apache.kafka.controller.ControllerRequestContext;
 import org.apache.kafka.controller.QuorumController;
 import org.apache.kafka.controller.QuorumFeatures;
 import org.apache.kafka.controller.ResultOrError;
+import org.apache.kafka.image.MetadataDelta;
+import org.apache.kafka.image.MetadataImage;
+import org.apache.kafka.image.MetadataProvenance;
+import org.apache.kafka.image.writer.ImageWriterOptions;
+import org.apache.kafka.image.writer.RecordListWriter;
 import org.apache.kafka.metadata.KafkaConfigSchema;
 import org.apache.kafka.metadata.bootstrap.BootstrapMetadata;
 import org.apache.kafka.metadata.placement.StripedReplicaPlacer;
@@ -71,6 +76,7 @@ final class Session implements AutoCloseable {
     private final int[] formatRange;
     private final List<String> faults = new ArrayList<>();
     private int nextSeq = 0;
+    private MetadataImage committedImage = MetadataImage.EMPTY;
 
     private record Pending(int seq, String api, int version, JsonNode request, CompletableFuture<JsonNode> reply) {
     }
@@ -111,7 +117,7 @@ final class Session implements AutoCloseable {
         // appended gets offset 1, as in the trace.
         raft.appendCommitted(List.of(new ApiMessageAndVersion(new FeatureLevelRecord()
             .setName(MetadataVersion.FEATURE_NAME).setFeatureLevel(metadataVersion.featureLevel()), (short) 0)));
-        raft.commit(1);
+        observeCommitted(raft.commit(1));
         raft.elect(MemoryRaft.SELF);
         awaitIdle();
         requireActive();
@@ -134,7 +140,7 @@ final class Session implements AutoCloseable {
             }
             case "commit" -> {
                 result.putNull("seq");
-                raft.commit(event.get("offset").asLong());
+                observeCommitted(raft.commit(event.get("offset").asLong()));
                 awaitQuiet();
             }
             case "failover" -> {
@@ -396,6 +402,39 @@ final class Session implements AutoCloseable {
             throw new IllegalStateException("Kafka's controller did not become active"
                 + (faults.isEmpty() ? "" : ": " + String.join("; ", faults)));
         }
+    }
+
+    // ---- the committed state ----
+
+    private void observeCommitted(List<Batch<ApiMessageAndVersion>> batches) {
+        if (batches.isEmpty()) {
+            return;
+        }
+        MetadataDelta delta = new MetadataDelta.Builder().setImage(committedImage).build();
+        Batch<ApiMessageAndVersion> last = batches.get(batches.size() - 1);
+        for (Batch<ApiMessageAndVersion> batch : batches) {
+            batch.records().forEach(amv -> delta.replay(amv.message()));
+        }
+        committedImage = delta.apply(new MetadataProvenance(last.lastOffset(), last.epoch(), last.appendTimestamp(), true));
+    }
+
+    /**
+     * The committed state as Kafka's own image writer gives it: the minimal records of the
+     * committed metadata, as a Kafka snapshot holds them, in the neutral form.
+     */
+    ArrayNode committed() {
+        RecordListWriter writer = new RecordListWriter();
+        committedImage.write(writer, new ImageWriterOptions.Builder(committedImage).build());
+        ArrayNode out = Neutral.JSON.arrayNode();
+        for (ApiMessageAndVersion amv : writer.records()) {
+            ObjectNode record = Neutral.record(0, amv);
+            record.remove("offset");
+            record.remove("version");
+            record.remove("frame");
+            Neutral.mapTopicIds(record.get("data"), this::toTraceId);
+            out.add(record);
+        }
+        return out;
     }
 
     // ---- translation helpers ----
