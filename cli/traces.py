@@ -39,14 +39,19 @@ class Progress:
 
 
 def junit(suite: str, cases: list[tuple[str, str, float, str | None]]) -> str:
-    """JUnit XML: one testcase per (classname, name, seconds, failure report or None)."""
+    """JUnit XML: one testcase per (classname, name, seconds, failure report or None); a report
+    that starts ``SKIPPED: `` (a trace the system under test declared it does not support) is a skip."""
     root = ET.Element("testsuites")
-    failures = sum(1 for *_, failure in cases if failure)
+    skipped = sum(1 for *_, failure in cases if failure and failure.startswith("SKIPPED: "))
+    failures = sum(1 for *_, failure in cases if failure) - skipped
     node = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)), failures=str(failures),
-                         time=f"{sum(seconds for _, _, seconds, _ in cases):.3f}")
+                         skipped=str(skipped), time=f"{sum(seconds for _, _, seconds, _ in cases):.3f}")
     for classname, name, seconds, failure in cases:
         case = ET.SubElement(node, "testcase", classname=classname, name=name, time=f"{seconds:.3f}")
-        if failure:
+        if failure and failure.startswith("SKIPPED: "):  # not supported by the system under test
+            failure = failure.removeprefix("SKIPPED: ")
+            ET.SubElement(case, "skipped", message=failure.splitlines()[0][:200]).text = failure
+        elif failure:
             ET.SubElement(case, "failure", message=failure.splitlines()[0][:200]).text = failure
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
@@ -272,7 +277,7 @@ def run_replay(args) -> int:
     from kraftspec.conformance.replay import replay
 
     progress = Progress(len(traces), "replaying")
-    cases, failed, events = [], 0, 0
+    cases, failed, unsupported, events = [], 0, 0, 0
     started = time.perf_counter()
     try:
         for path, trace in traces:
@@ -284,7 +289,11 @@ def run_replay(args) -> int:
                 return _fail(f"{path}: {problem}")
             events += verdict.steps
             report = None if verdict.passed else verdict.report(args.adapter)
-            if report:
+            if verdict.not_supported is not None:
+                unsupported += 1
+                print(report)
+                report = f"SKIPPED: {report}"  # JUnit: a skip, not a failure
+            elif report:
                 failed += 1
                 print(report)
             elif not args.quiet:
@@ -295,10 +304,12 @@ def run_replay(args) -> int:
         getattr(adapter, "shutdown", adapter.close)()
         progress.finish()
     seconds = time.perf_counter() - started
-    print(f"{len(traces) - failed} of {len(traces)} traces passed ({events} events, {seconds:.1f} s, adapter {args.adapter}, level {args.level})")
+    not_supported = f", {unsupported} not supported" if unsupported else ""
+    print(f"{len(traces) - failed - unsupported} of {len(traces)} traces passed{not_supported} ({events} events, "
+          f"{seconds:.1f} s, adapter {args.adapter}, level {args.level})")
     if args.junit:
         Path(args.junit).write_text(junit("kraftspec replay", cases), encoding="utf-8")
-    return 1 if failed else 0
+    return 1 if failed or unsupported else 0
 
 
 SHRUNK_DIR = "kraftspec-shrunk"

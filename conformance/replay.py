@@ -74,10 +74,13 @@ class Verdict:
     total: int
     seconds: float
     divergence: Divergence | None = None
+    not_supported: str | None = None  # what the adapter declared it cannot do, where the trace needed it
+    first_records: Divergence | None = None  # the first record that differs, when the level does not compare records
+    ignored: tuple[str, ...] = ()  # fields the adapter declared unsupported, left out of the comparison
 
     @property
     def passed(self) -> bool:
-        return self.divergence is None
+        return self.divergence is None and self.not_supported is None
 
     @property
     def trace(self) -> str:
@@ -96,15 +99,25 @@ class Verdict:
         """What happened, for a person: the step, the event, the reply or part that differs, the rules
         that decided it, a diff, and the command that replays the trace file (``path``, or the one
         replayed; none when the trace has no file)."""
+        ignoring = f"; not compared, as the adapter does not support them: {', '.join(self.ignored)}" if self.ignored else ""
+        if self.not_supported is not None:
+            return f"NOT SUPPORTED {self.trace}: {self.adapter} does not support {self.not_supported}{ignoring}"
         if self.passed:
-            return f"PASS {self.trace} ({self.steps} steps, {self.adapter}, {self.level})"
+            return f"PASS {self.trace} ({self.steps} steps, {self.adapter}, {self.level}{ignoring})"
         d = self.divergence
+        assert d is not None
         parts = [
             f"FAIL {self.trace}: {self.adapter} departs from the trace at step {d.step} of {self.total} ({d.part})",
             f"  event:   {json.dumps(d.event, sort_keys=True)}",
         ]
         parts += self._reply_and_rules(d)
         parts.append("  " + d.diff().replace("\n", "\n  "))
+        first = self.first_records
+        if first is not None and first.step <= d.step:
+            parts.append(f"  records: first differ at step {first.step} ({first.event.get('api') or first.event.get('kind')}): "
+                         f"{record_difference(first.expected, first.actual)}; often the cause of a later reply difference")
+        if ignoring:
+            parts.append(f"  {ignoring[2:]}")
         repro = self.repro(adapter_spec, path)
         if repro:
             parts.append(f"  repro:   {repro}")
@@ -151,17 +164,23 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
     """Replay ``trace`` against ``adapter`` at ``level``; stop at the first divergence."""
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
-    if level not in adapter.levels:
-        raise ValueError(f"adapter {adapter.name} cannot report level {level!r} (it reports {', '.join(adapter.levels)})")
     compare_records = level == "records"
     checks = committed_checks(trace, level)
     started = time.perf_counter()
     expected_committed = None
     steps_run = 0
+    first_records: Divergence | None = None
+    without = Unsupported(())
 
-    def verdict(divergence: Divergence | None = None) -> Verdict:
+    def verdict(divergence: Divergence | None = None, not_supported: str | None = None) -> Verdict:
         return Verdict(trace, str(path) if path else None, adapter.name, level, steps_run, len(trace.steps),
-                       time.perf_counter() - started, divergence)
+                       time.perf_counter() - started, divergence, not_supported, first_records, without.fields)
+
+    def not_supported_level() -> Verdict:  # declared: reported as not supported, not replayed
+        return verdict(not_supported=f"level {level} (it reports {', '.join(adapter.levels)})")
+
+    if level not in adapter.levels:
+        return not_supported_level()
 
     native = getattr(adapter, "replay_native", None)
     if native is not None:  # an in-process adapter compares its own objects: fast, and exact
@@ -177,6 +196,12 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
         steps_run = 0  # NotImplemented, or a step differs: replay the generic way, which reports it
     try:
         adapter.start(trace.header.config)
+        if level not in adapter.levels:  # a server says what it reports when it starts
+            return not_supported_level()
+        watch_records = not compare_records and "records" in adapter.levels  # for the first record difference
+        unsupported = getattr(adapter, "unsupported", None) or {}
+        without = Unsupported(unsupported.get("fields", ()))
+        unsupported_requests = frozenset(unsupported.get("requests", ()))
         prepare = getattr(adapter, "prepare", None)
         if prepare is not None:  # an adapter may send events ahead of their results (the subprocess one does)
             prepare(trace, level, checks)
@@ -185,6 +210,8 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
             return verdict(Divergence(step.n, step.event, part, expected, actual, step.rules, step.rejected_by))
 
         for step in trace.steps:
+            if step.event.get("kind") == "request" and step.event.get("api") in unsupported_requests:
+                return verdict(not_supported=f"request {step.event['api']} (step {step.n})")
             steps_run += 1
             try:
                 actual = adapter.step(step.event)
@@ -194,15 +221,24 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
                 raise step_error(path, step, problem) from problem
             if actual.get("seq") != step.seq:
                 return diverge(step, "seq", step.seq, actual.get("seq"))
-            if actual.get("replies") != list(step.replies):
-                return diverge(step, "replies", list(step.replies), actual.get("replies"))
-            if compare_records:
+            expected_replies, actual_replies = list(step.replies), actual.get("replies")
+            if without:
+                expected_replies, actual_replies = without.replies(expected_replies), without.replies(actual_replies)
+            if compare_records or (watch_records and first_records is None):
                 expected_records = list(step.records)
                 actual_records = actual.get("records")
                 if "frame" not in _first(actual_records, {"frame": None}):  # the adapter reports no bytes
                     expected_records = [{k: v for k, v in r.items() if k != "frame"} for r in expected_records]
+                if without:
+                    expected_records, actual_records = without.records(expected_records), without.records(actual_records)
                 if actual_records != expected_records:
-                    return diverge(step, "records", expected_records, actual_records)
+                    if not compare_records:
+                        first_records = Divergence(step.n, step.event, "records", expected_records, actual_records,
+                                                   step.rules, step.rejected_by)
+                    elif actual_replies == expected_replies:
+                        return diverge(step, "records", expected_records, actual_records)
+            if actual_replies != expected_replies:
+                return diverge(step, "replies", expected_replies, actual_replies)
             if step.committed is not None:
                 expected_committed = list(step.committed)
             if checks[step.n]:
@@ -210,11 +246,84 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
                     committed = adapter.committed()
                 except AdapterFailure as failure:
                     return diverge(step, "adapter", "the committed state", str(failure))
+                if without:
+                    committed = without.records(committed)
+                    expected_committed = without.records(expected_committed)
                 if committed != expected_committed:
                     return diverge(step, "committed", expected_committed, committed)
         return verdict()
     finally:
         adapter.close()
+
+
+def record_difference(expected: Any, actual: Any) -> str:
+    """The first record that differs, in a few words: its offset, each side's type and version, and
+    the data fields that differ."""
+    expected = expected if isinstance(expected, list) else []
+    actual = actual if isinstance(actual, list) else []
+    for i in range(max(len(expected), len(actual))):
+        want = expected[i] if i < len(expected) else None
+        got = actual[i] if i < len(actual) else None
+        if want == got:
+            continue
+        if not isinstance(want, dict) or not isinstance(got, dict):
+            present = want if isinstance(want, dict) else got if isinstance(got, dict) else {}
+            side = "expected, not appended" if isinstance(want, dict) else "appended, not expected"
+            return f"{present.get('type', '?')} at offset {present.get('offset', '?')} {side}"
+        what = f"{want.get('type')} v{want.get('version')}"
+        if (got.get("type"), got.get("version")) != (want.get("type"), want.get("version")):
+            what += f", appended {got.get('type')} v{got.get('version')}"
+        data_w, data_g = want.get("data") or {}, got.get("data") or {}
+        fields = sorted(k for k in set(data_w) | set(data_g) if data_w.get(k, ...) != data_g.get(k, ...))
+        return f"{what} at offset {want.get('offset')}" + (f", fields {', '.join(fields)}" if fields else ", its frame")
+    return "the same records"
+
+
+class Unsupported:
+    """The fields an adapter declared it does not support (spec/protocol.md), each ``Message.Field``
+    or a path through nested structs (``AlterIsrResponse.Topics.Partitions.PartitionEpoch``), and
+    how to leave them out of replies and records before they are compared."""
+
+    def __init__(self, fields) -> None:
+        self.fields = tuple(sorted(fields))
+        self.paths: dict[str, list[list[str]]] = {}
+        for name in self.fields:
+            message, *path = name.split(".")
+            if path:
+                self.paths.setdefault(message, []).append(path)
+
+    def __bool__(self) -> bool:
+        return bool(self.paths)
+
+    def replies(self, replies):
+        if not isinstance(replies, list):
+            return replies
+        return [self._without(r, f"{r.get('api')}Response", "body") if isinstance(r, dict) else r for r in replies]
+
+    def records(self, records):
+        if not isinstance(records, list):
+            return records
+        return [self._without(r, r.get("type"), "data") if isinstance(r, dict) else r for r in records]
+
+    def _without(self, item: dict, message: Any, key: str) -> dict:
+        paths = self.paths.get(message) if isinstance(message, str) else None
+        if not paths or not isinstance(item.get(key), dict):
+            return item
+        body = json.loads(json.dumps(item[key]))  # a copy, to change
+        for path in paths:
+            _drop(body, path)
+        return {**item, key: body}
+
+
+def _drop(value: Any, path: list[str]) -> None:
+    if isinstance(value, list):
+        for item in value:
+            _drop(item, path)
+    elif isinstance(value, dict):
+        if len(path) == 1:
+            value.pop(path[0], None)
+        elif path[0] in value:
+            _drop(value[path[0]], path[1:])
 
 
 def _first(items, default):

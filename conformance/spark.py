@@ -98,8 +98,9 @@ def check_seed(seed: int, workload: Workload, adapter) -> dict[str, Any]:
         "partitions": params["partitions"], "faults": list(params["faults"]), "level": workload.level,
         "passed": verdict.passed, "passed_responses": passed["responses"], "passed_state": passed["state"],
         "passed_records": passed["records"],
-        "divergence_step": None if verdict.passed else verdict.divergence.step,
-        "divergence_part": None if verdict.passed else verdict.divergence.part,
+        "divergence_step": verdict.divergence.step if verdict.divergence else None,
+        "divergence_part": verdict.divergence.part if verdict.divergence else
+        ("not supported" if verdict.not_supported else None),
         "report": None if verdict.passed else verdict.report(workload.adapter) + f"\n  again:   {workload.repro(seed)}",
         "rules": dict(fired), "seconds": time.perf_counter() - started,
         "trace": "\n".join(trace.lines()) + "\n" if keep else None,
@@ -116,6 +117,8 @@ def level_verdicts(verdict, asked: str, passes) -> dict[str, bool | None]:
     top = LEVELS.index(asked)
     if verdict.passed:
         return {level: True if i <= top else None for i, level in enumerate(LEVELS)}
+    if verdict.divergence is None:  # not supported by the adapter: no level was compared
+        return verdicts
     shows_at = LEVELS.index(PART_LEVEL.get(verdict.divergence.part, "responses"))
     for level in LEVELS[:shows_at]:
         verdicts[level] = passes(level)

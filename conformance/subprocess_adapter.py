@@ -479,6 +479,7 @@ class SubprocessAdapter:
         self._given_name = name
         self.name = name or f"{SPEC_PREFIX}{command if isinstance(command, str) else shlex.join(command)}"
         self.levels: tuple[str, ...] = LEVELS  # until the process says what it reports (in "started")
+        self.unsupported: dict[str, list[str]] = {}  # what it declares it does not support (in "started")
         self._server: _Server | None = None
         self._stop_server = None  # the finalizer that stops it
         self._plan: list[tuple[dict[str, Any], bool]] | None = None  # from prepare: each event and its committed flag
@@ -516,6 +517,11 @@ class SubprocessAdapter:
                 and "responses" in levels and set(levels) <= set(LEVELS)):
             self._fail(f"start: levels must list some of {', '.join(LEVELS)}, responses among them; got {levels!r}")
         self.levels = tuple(level for level in LEVELS if level in levels)
+        unsupported = answer.get("unsupported", {})
+        if not (isinstance(unsupported, dict) and set(unsupported) <= {"fields", "requests"}
+                and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in unsupported.values())):
+            self._fail(f"start: unsupported must be an object with lists of names under fields and requests; got {unsupported!r}")
+        self.unsupported = unsupported
         self.name = self._given_name or str(answer.get("name") or self.name)
 
     def prepare(self, trace, level: str, checks: list[bool]) -> None:

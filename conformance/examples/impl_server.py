@@ -45,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
         ("--alter-reply-at", "add 1 to the first integer of the first reply released at or after event N (once a trace)"),
     ):
         faults.add_argument(option, type=int, metavar="N", help=what)
+    lacks = parser.add_argument_group("a server that lacks something, for testing declarations of what it does not support")
+    lacks.add_argument("--without-field", action="append", default=[], metavar="MESSAGE.FIELD",
+                       help="leave this response field out of every reply (e.g. BrokerHeartbeatResponse.LowestAcknowledgedOffset)")
+    lacks.add_argument("--declare", action="store_true", help="declare the --without-field fields unsupported in started")
+    lacks.add_argument("--unsupported-request", action="append", default=[], metavar="API",
+                       help="declare this request unsupported in started (e.g. AlterIsr)")
+    lacks.add_argument("--levels", default=",".join(LEVELS), help="the levels listed in started (default: all three)")
     return parser
 
 
@@ -66,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             if kind == "event":
                 crash_or_hang(args, n)
             try:
-                answer = handle(controller, message)
+                answer = handle(controller, message, args)
             except Exception as problem:  # report it and carry on answering: kraftspec ends the trace
                 answer = {"type": "error", "message": f"{type(problem).__name__}: {problem}"}
                 if n is not None:
@@ -81,16 +88,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0  # the end of the input: kraftspec is gone
 
 
-def handle(controller: ImplAdapter, message: dict) -> dict:
+def handle(controller: ImplAdapter, message: dict, args: argparse.Namespace | None = None) -> dict:
     """The answer to one message."""
     kind = message["type"]
     if kind == "start":
         if message.get("protocol") != PROTOCOL:
             return {"type": "error", "message": f"this server speaks protocol {PROTOCOL}, not {message.get('protocol')!r}"}
         controller.start(message["config"])  # a fresh controller, whatever came before
-        return {"type": "started", "protocol": PROTOCOL, "name": NAME, "levels": LEVELS}
+        started = {"type": "started", "protocol": PROTOCOL, "name": NAME, "levels": LEVELS}
+        if args is not None:
+            started["levels"] = args.levels.split(",")
+            unsupported = {"fields": args.without_field if args.declare else [], "requests": args.unsupported_request}
+            started["unsupported"] = {key: value for key, value in unsupported.items() if value}
+        return started
     if kind == "event":
         result = controller.step(message["event"])  # {"seq", "records", "replies"}, in the neutral form
+        for name in args.without_field if args is not None else ():
+            message_name, _, field = name.partition(".")
+            for reply in result["replies"]:
+                if f"{reply['api']}Response" == message_name:
+                    reply["body"].pop(field, None)
         if message.get("committed"):
             result["committed"] = controller.committed()
         return {"type": "result", "n": message["n"], **result}
