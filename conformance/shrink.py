@@ -41,7 +41,7 @@ from kraftspec.model import Commit, Tick, initial_state, step
 
 from .adapters import Adapter, event_json, model_config, model_event
 from .generate import record
-from .replay import Divergence, replay
+from .replay import Divergence, record_difference, replay
 from .trace import LEVELS, Trace, canonical
 
 SHRINK_VERSION = 1
@@ -71,11 +71,18 @@ class _Watched:
     def __init__(self, adapter: Adapter):
         self.adapter = adapter
         self.name = adapter.name
-        self.levels = adapter.levels
         self.current: int | None = None
         prepare = getattr(adapter, "prepare", None)
         if prepare is not None:
             self.prepare = prepare
+
+    @property
+    def levels(self):  # a server says what it reports when it starts
+        return self.adapter.levels
+
+    @property
+    def unsupported(self):  # and what it does not support
+        return getattr(self.adapter, "unsupported", None) or {}
 
     def start(self, config):
         self.adapter.start(config)
@@ -115,7 +122,16 @@ def failing_against(
             s = trace.steps[adapter.current]
             divergence = Divergence(s.n, s.event, "crash", "an answer", f"{type(crash).__name__}: {crash}", s.rules, s.rejected_by)
             return signature(divergence)
-        return None if verdict.passed else signature(verdict.divergence)
+        if verdict.passed:
+            return None
+        if verdict.divergence is None:  # not supported by the adapter: not a divergence to shrink
+            return ("not supported", verdict.not_supported)
+        found = signature(verdict.divergence)
+        if verdict.first_records is not None:  # keep the first cause too: where the records first part
+            first = verdict.first_records
+            found = (found, ("records first differ at", first.event["kind"], first.event.get("api"),
+                             record_difference(first.expected, first.actual).split(" at offset")[0]))
+        return found
 
     failing.__qualname__ = f"failing_against({getattr(adapter_factory, '__name__', adapter_factory)!s}, {level!r})"
     return failing

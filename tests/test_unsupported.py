@@ -149,3 +149,17 @@ def test_a_reply_divergence_is_reported_beside_the_first_record_difference():
     assert f"records: first differ at step {first.step}" in verdict.report()
     at_records = replay(read(path), SpoiledImpl(), "records", path)
     assert at_records.divergence.part == "records" and at_records.first_records is None
+
+
+def test_a_shrink_keeps_the_first_record_difference_and_honours_declared_fields():
+    from kraftspec.conformance.shrink import failing_against, shrink
+
+    path = traces_with(lambda step: bool(step.records))[0]
+    failing = failing_against(SpoiledImpl, "responses")
+    original = failing(read(path))
+    assert original is not None and original[1][0] == "records first differ at"
+    smaller = shrink(read(path), failing)
+    assert failing(smaller) == original and len(smaller.steps) <= len(read(path).steps)
+    heartbeats = traces_with(heartbeat_v1_reply)[0]
+    declared = failing_against(lambda: SubprocessAdapter([*SERVER, "--without-field", LAO, "--declare"]), "records")
+    assert declared(read(heartbeats)) is None  # the declared field is not a divergence to shrink
