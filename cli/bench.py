@@ -12,6 +12,14 @@ Prints, as each is measured:
 
 Figures are medians of repeated runs; the machine may be shared, so compare ratios.
 ``--quick`` runs everything at 1/100 of the sizes (a smoke test, not a measurement).
+
+``kraftspec bench kafka``: impl against Apache Kafka's QuorumController on the same workloads, in
+one run, interleaved round by round (Kafka, then impl, repeated), as medians with their spread and
+the ratio impl/Kafka: the same walks over the conformance protocol (the Kafka adapter against impl
+behind the example server), then warm and in process (Bench.java in the adapter's jar against
+impl's Controller API) heartbeats and a record-producing mix of ISR changes, against the goal of
+at least 0.5x Kafka. The load average is printed, and a warning when the spread is too wide for the
+ratio to mean anything.
 """
 
 from __future__ import annotations
@@ -337,17 +345,286 @@ def bench_conformance(scale: float, out) -> dict:
     return figures
 
 
+# ---- impl against Apache Kafka's controller -------------------------------------------------
+
+KAFKA_GOAL = 0.5
+"""impl's goal against Kafka's warm controller: at least half its throughput, on heartbeats and on
+a record-producing mix."""
+
+NOISY = 0.25
+"""A relative spread (max - min over the median) beyond which a comparison is not meaningful."""
+
+BENCH_CLASS = "dev.kraftspec.kafka.Bench"
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def spread(values: list[float]) -> dict:
+    """The median of ``values``, their range and their relative spread (max - min over the median)."""
+    median = statistics.median(values)
+    return {"median": median, "min": min(values), "max": max(values),
+            "spread": (max(values) - min(values)) / median if median else float("inf"), "runs": values}
+
+
+def show(figure: dict, unit: str) -> str:
+    return (f"{figure['median']:,.0f} {unit} (min {figure['min']:,.0f}, max {figure['max']:,.0f}, "
+            f"spread {figure['spread']:.0%})")
+
+
+def drive(trace, adapter) -> int:
+    """Every event of ``trace`` sent through ``adapter``, its answers taken but not compared (Kafka
+    departs from kraftspec's traces where their decisions differ; the events go on regardless).
+    The number of events answered: a trace ends early only if the server reports a fault."""
+    from kraftspec.conformance.adapters import AdapterFailure
+
+    adapter.start(trace.header.config)
+    adapter.prepare(trace, "responses", [False] * len(trace.steps))
+    answered = 0
+    try:
+        for step in trace.steps:
+            adapter.step(step.event)
+            answered += 1
+    except AdapterFailure:
+        pass
+    finally:
+        adapter.close()
+    return answered
+
+
+class KafkaBench:
+    """Bench.java in a JVM of its own, kept running between rounds: each workload is one command
+    line in and one JSON line out (see Bench.java)."""
+
+    def __init__(self, version: str, brokers: int, partitions: int) -> None:
+        import shutil
+
+        from kraftspec.conformance import kafka
+
+        java = shutil.which("java")
+        if java is None:
+            raise kafka.KafkaAdapterError("bench kafka needs Java 17 or newer, and `java` was not found on PATH")
+        classpath = kafka.build(version)
+        self._stderr = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [java, "-cp", classpath, BENCH_CLASS, "--schemas", str(kafka.schemas_dir()),
+             "--metadata-version", kafka.DEFAULT_METADATA_VERSION, "--brokers", str(brokers), "--partitions", str(partitions)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self.ready = self._answer("starting")
+
+    def run(self, command: str) -> dict:
+        """``heartbeats COUNT`` or ``mix ROUNDS``: what Bench.java measured."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self._answer(command)
+
+    def _answer(self, what: str) -> dict:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict) or "error" in answer:
+            self._stderr.seek(0)
+            tail = self._stderr.read().decode(errors="replace").strip().splitlines()[-5:]
+            problem = answer["error"] if isinstance(answer, dict) else f"it answered {line.strip()[:120]!r}"
+            raise RuntimeError(f"Kafka's controller benchmark (Bench.java) failed at {what}: {problem}"
+                               + ("".join("\n  " + t for t in tail) if tail else ""))
+        return answer
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                assert self.process.stdin is not None
+                self.process.stdin.write("quit\n")
+                self.process.stdin.close()
+                self.process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+        self._stderr.close()
+
+
+class ImplIsrMix:
+    """The record-producing mix on impl, as Bench.java runs it on Kafka: rounds of one AlterIsr
+    request per partition, from its leader, that alternately shrinks the ISR to the first two
+    replicas and expands it back; each request's batch is committed as it is appended (as a quorum
+    of one would), which releases its reply."""
+
+    def __init__(self, controller, partitions: int) -> None:
+        self.controller = controller
+        self.topic_id = uuid.UUID(int=1_000_000)  # impl_cluster's first topic
+        replication = controller.state.replication
+        self.partitions = [replication.partition(self.topic_id, p) for p in range(partitions)]
+        self.replicas = [tuple(p.replicas) for p in self.partitions]
+        self.epochs = [(p.leader_epoch, p.partition_epoch) for p in self.partitions]
+        self.shrunk = False
+
+    def run(self, rounds: int) -> dict:
+        from kraftspec.impl.messages import AlterIsrRequest
+
+        topic_data, partition_data = AlterIsrRequest.TopicData, AlterIsrRequest.TopicData.PartitionData
+        controller = self.controller
+        brokers = controller.state.cluster.brokers
+        handle, commit = controller.handle_request, controller.commit
+        seconds = cpu = 0.0
+        records = count = 0
+        for _ in range(rounds):
+            replies = []
+            cpu_start, start = time.process_time(), time.perf_counter()
+            for p, replicas in enumerate(self.replicas):
+                leader_epoch, partition_epoch = self.epochs[p]
+                isr = replicas if self.shrunk else replicas[:2]
+                request = AlterIsrRequest(broker_id=replicas[0], broker_epoch=brokers[replicas[0]].epoch, topics=(
+                    topic_data(topic_id=self.topic_id, partitions=(partition_data(
+                        partition_index=p, leader_epoch=leader_epoch, new_isr=isr, partition_epoch=partition_epoch),)),))
+                handled = handle(request, 0)
+                committed = commit(controller.log_end_offset)
+                replies.append((handled, committed))
+            seconds += time.perf_counter() - start
+            cpu += time.process_time() - cpu_start
+            for handled, committed in replies:
+                records += sum(len(batch_records) for _, batch_records in handled.batches)
+                for reply in handled.replies + committed.replies:
+                    response = reply.response
+                    result = response.topics[0].partitions[0] if response.topics else None
+                    if response.error_code or result is None or result.error_code:
+                        raise RuntimeError(f"impl refused an AlterIsr request of the mix: {response!r}")
+                    self.epochs[result.partition_index] = (result.leader_epoch, result.partition_epoch)
+                    count += 1
+            self.shrunk = not self.shrunk
+        return {"count": count, "seconds": seconds, "cpu_seconds": cpu, "records": records}
+
+
+def impl_heartbeats(controller, brokers: int, count: int) -> dict:
+    cpu_start = time.process_time()
+    rate = heartbeat_rate(controller, brokers, 0, count)
+    return {"count": count, "seconds": count / rate, "cpu_seconds": time.process_time() - cpu_start, "records": 0}
+
+
+def compare(name: str, kafka_runs: list[float], impl_runs: list[float], unit: str, out, goal: float | None) -> dict:
+    """Print and return two interleaved series, their ratio impl/Kafka and the verdict."""
+    kafka, impl = spread(kafka_runs), spread(impl_runs)
+    ratios = [i / k for i, k in zip(impl_runs, kafka_runs, strict=True)]
+    ratio = impl["median"] / kafka["median"]
+    figure = {"kafka": kafka, "impl": impl, "ratio": ratio, "round_ratios": ratios}
+    say(out, f"  {name}:")
+    say(out, f"    Kafka {show(kafka, unit)}")
+    say(out, f"    impl  {show(impl, unit)}")
+    text = f"    impl/Kafka {ratio:.2f} (rounds {min(ratios):.2f} to {max(ratios):.2f})"
+    if goal is not None:
+        verdict_text = verdict(ratio, goal, True)
+        if min(ratios) < goal <= max(ratios):
+            verdict_text += ", but the rounds fall on both sides of it"
+        text += f"; goal at least {goal}: {verdict_text}"
+        figure["goal"] = goal
+        figure["met"] = ratio >= goal
+    say(out, text)
+    noisy = [side for side, f in (("Kafka", kafka), ("impl", impl)) if f["spread"] > NOISY]
+    if noisy:
+        figure["warning"] = (f"the spread of {' and '.join(noisy)} is over {NOISY:.0%}: the machine was busy "
+                             f"(load average {load_average()}), and this ratio means little; run it again on a quieter machine")
+        say(out, f"    warning: {figure['warning']}")
+    return figure
+
+
+def bench_kafka(scale: float, out, version: str) -> dict:
+    """impl against Apache Kafka's QuorumController: over the protocol, then warm and in process,
+    the two interleaved round by round."""
+    from kraftspec.conformance.generate import walk
+    from kraftspec.conformance.subprocess_adapter import SubprocessAdapter, adapter_from_spec
+
+    quick = scale < 1
+    rounds = 2 if quick else 5
+    figures: dict = {"scale": scale, "kafka_version": version, "rounds": rounds, "load_average": {"start": load_average()}}
+    say(out, f"load average {load_average()} (1, 5, 15 minutes) on {os.cpu_count()} cores; "
+             f"figures are medians of {rounds} interleaved rounds, Kafka then impl")
+
+    # ---- over the protocol ----
+    seeds, steps = range(max(2, int(40 * scale))), 200
+    traces = [walk(seed, steps) for seed in seeds]
+    say(out, f"over the protocol: {len(traces)} walks of {steps} events, every event sent, answers not compared "
+             f"(Kafka {version} through --adapter kafka; impl behind the example server)")
+    servers = {"Kafka": adapter_from_spec(f"kafka:{version}"),
+               "impl": SubprocessAdapter([sys.executable, "-m", "kraftspec.conformance.examples.impl_server"])}
+    runs: dict[str, list[float]] = {"Kafka": [], "impl": []}
+    try:
+        for round_ in range(rounds + 1):  # the first round warms both up and is not counted
+            for name, adapter in servers.items():
+                start = time.perf_counter()
+                events = sum(drive(trace, adapter) for trace in traces)
+                if round_:
+                    runs[name].append(events / (time.perf_counter() - start))
+                figures.setdefault("protocol_events", {})[name] = events
+    finally:
+        for adapter in servers.values():
+            adapter.shutdown()
+    figures["protocol"] = compare("events per second", runs["Kafka"], runs["impl"], "events/s", out, None)
+
+    # ---- warm, in process ----
+    brokers, partitions = 10, 1000
+    count = max(10_000, int(300_000 * scale))
+    mix_rounds = max(2, int(100 * scale))
+    say(out, f"warm, in process: {brokers} brokers / {partitions:,} partitions, replication factor 3; "
+             f"rounds of {count:,} heartbeats and of {mix_rounds * partitions:,} ISR changes (AlterIsr shrink and expand, "
+             "one record each, committed as appended)")
+    kafka = KafkaBench(version, brokers, partitions)
+    try:
+        say(out, f"  (Kafka {kafka.ready['kafka']}, metadata.version {kafka.ready['metadata_version']}: warming up its JIT)")
+        for _ in range(1 if quick else 3):
+            kafka.run(f"heartbeats {count}")
+            kafka.run(f"mix {mix_rounds}")
+        controller = impl_cluster(partitions, brokers)
+        mix = ImplIsrMix(controller, partitions)
+        impl_heartbeats(controller, brokers, count)  # impl's warm-up: its caches, one round
+        mix.run(max(2, mix_rounds // 10))
+        results: dict[str, dict[str, list[dict]]] = {"heartbeats": {"Kafka": [], "impl": []}, "mix": {"Kafka": [], "impl": []}}
+        for _ in range(rounds):
+            results["heartbeats"]["Kafka"].append(kafka.run(f"heartbeats {count}"))
+            results["heartbeats"]["impl"].append(impl_heartbeats(controller, brokers, count))
+            results["mix"]["Kafka"].append(kafka.run(f"mix {mix_rounds}"))
+            results["mix"]["impl"].append(mix.run(mix_rounds))
+    finally:
+        kafka.close()
+    for workload, unit in (("heartbeats", "heartbeats/s"), ("mix", "ISR changes/s")):
+        series = results[workload]
+        for name, runs_ in series.items():
+            if workload == "mix" and any(r["records"] < r["count"] for r in runs_):
+                raise RuntimeError(f"{name}'s mix appended fewer records than requests: {runs_}")
+        per_s = {name: [r["count"] / r["seconds"] for r in runs_] for name, runs_ in series.items()}
+        per_cpu = {name: [r["count"] / r["cpu_seconds"] for r in runs_ if r["cpu_seconds"] > 0] for name, runs_ in series.items()}
+        figures[workload] = compare(f"{workload}, per second of wall time", per_s["Kafka"], per_s["impl"], unit, out, KAFKA_GOAL)
+        if all(len(v) == rounds for v in per_cpu.values()):
+            figures[f"{workload}_per_cpu_second"] = compare(
+                f"{workload}, per CPU second (all of a process's threads: Kafka's controller thread and the one sending)",
+                per_cpu["Kafka"], per_cpu["impl"], unit.replace("/s", "/CPU s"), out, None)
+    figures["load_average"]["end"] = load_average()
+    say(out, f"load average {load_average()} at the end")
+    return figures
+
+
 def add_parser(commands) -> None:
     bench = commands.add_parser(
         "bench",
-        help="measure performance against the goals: impl, conformance, spark",
-        description=__doc__.split("Prints")[0].strip() + " See README.md for the goals.",
+        help="measure performance against the goals: impl, conformance, spark, kafka",
+        description="Measure performance against kraftspec's goals and print each figure beside its goal. "
+                    "Figures are medians of repeated runs; the machine may be shared, so compare ratios. "
+                    "The goals and the measured figures are in impl/README.md and conformance/README.md.",
     )
-    bench.add_argument("target", choices=["impl", "conformance", "spark"],
-                       help="what to measure: impl (issue 3), conformance (issue 4) or spark (the conform job: one "
-                       "process, a 2-process pool, Spark local[1] and local[2] on the same workload)")
+    bench.add_argument("target", choices=["impl", "conformance", "spark", "kafka"],
+                       help="what to measure: impl (heartbeats, fencing, controlled shutdown, snapshot loading), "
+                       "conformance (generation and replay in events per second), spark (the conform job: one "
+                       "process, a 2-process pool, Spark local[1] and local[2] on the same workload) or kafka (impl "
+                       "against Apache Kafka's controller on the same workloads, over the protocol and warm in "
+                       "process, interleaved round by round, as a ratio impl/Kafka; needs Java 17 and Maven)")
     bench.add_argument("--quick", action="store_true", help="1/100 of the sizes: a smoke test, not a measurement")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    bench.add_argument("--kafka-version", metavar="VERSION", default=None,
+                       help="with kafka: the Apache Kafka release to measure (default: the Kafka adapter's, 4.4.0)")
 
 
 def run(args, out=None) -> int:
@@ -358,6 +635,21 @@ def run(args, out=None) -> int:
         from kraftspec.bench_spark import bench_spark
 
         figures = bench_spark(scale, out, say)
+    elif args.target == "kafka":
+        from kraftspec.conformance.kafka import DEFAULT_VERSION, parse_spec
+
+        try:
+            version, _ = parse_spec(f"kafka:{args.kafka_version or DEFAULT_VERSION}")
+            figures = bench_kafka(scale, out, version)
+        except ValueError as problem:  # no Java or Maven, a release that does not resolve, a malformed version
+            print(f"kraftspec: error: {problem}", file=sys.stderr)
+            return 2
+        except RuntimeError as failure:  # a controller refused the workload or its benchmark failed
+            print(f"kraftspec: error: {failure}", file=sys.stderr)
+            return 1
+    elif args.kafka_version:
+        print("kraftspec: error: --kafka-version goes with the kafka target only", file=sys.stderr)
+        return 2
     else:
         figures = bench_impl(scale, out) if args.target == "impl" else bench_conformance(scale, out)
     if args.json:

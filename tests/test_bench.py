@@ -29,3 +29,41 @@ def test_bench_conformance_quick_runs_and_writes_every_figure(tmp_path):
                 "replay_records_events_per_s", "subprocess_responses_events_per_s", "subprocess_records_events_per_s"):
         assert figures[key] > 0, key
     assert "goal" in out.getvalue()
+
+
+def test_bench_kafka_quick_compares_impl_with_kafka_and_writes_every_figure(tmp_path):
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["bench", "kafka", "--quick", "--json", str(tmp_path / "figures.json")]) == 0
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    assert figures["kafka_version"] == "4.4.0"
+    # every event of the walks went through both servers (answers not compared)
+    assert figures["protocol_events"]["Kafka"] == figures["protocol_events"]["impl"] > 0
+    for workload in ("protocol", "heartbeats", "mix"):
+        figure = figures[workload]
+        assert len(figure["kafka"]["runs"]) == len(figure["impl"]["runs"]) == figures["rounds"], workload
+        assert figure["ratio"] > 0 and len(figure["round_ratios"]) == figures["rounds"], workload
+    assert figures["heartbeats"]["goal"] == figures["mix"]["goal"] == 0.5
+    text = out.getvalue()
+    assert "load average" in text and "impl/Kafka" in text and "goal at least 0.5" in text
+
+
+def test_bench_kafka_refuses_a_malformed_release_in_one_line(capsys):
+    assert main(["bench", "kafka", "--quick", "--kafka-version", "4.x"]) == 2
+    err = capsys.readouterr().err
+    assert "Kafka version '4.x'" in err and "Traceback" not in err
+    assert main(["bench", "impl", "--kafka-version", "4.1.0"]) == 2
+    assert "--kafka-version goes with the kafka target only" in capsys.readouterr().err
+
+
+def test_bench_comparison_warns_when_the_spread_makes_it_meaningless():
+    from kraftspec.bench import compare
+
+    out = io.StringIO()
+    steady = compare("heartbeats", [100.0, 101.0, 99.0], [60.0, 61.0, 59.0], "/s", out, 0.5)
+    assert steady["met"] and "warning" not in steady and "warning" not in out.getvalue()
+    out = io.StringIO()
+    noisy = compare("heartbeats", [100.0, 100.0, 100.0], [30.0, 55.0, 80.0], "/s", out, 0.5)
+    assert noisy["ratio"] == 0.55 and noisy["met"]
+    assert "spread of impl is over 25%" in noisy["warning"]
+    assert "rounds fall on both sides of it" in out.getvalue()

@@ -43,6 +43,7 @@ final class MemoryRaft {
     private long committedEnd = 0;
     private int delivered = 0;
     private boolean resigned = false;
+    private boolean autoCommit = false;
 
     MemoryRaft(MockClock clock) {
         this.clock = clock;
@@ -96,6 +97,14 @@ final class MemoryRaft {
         List<Batch<ApiMessageAndVersion>> out = new ArrayList<>(appendedSinceDrain);
         appendedSinceDrain.clear();
         return out;
+    }
+
+    /**
+     * For the benchmark (Bench): from now on every batch commits as soon as it is appended, as in
+     * a quorum of one, and the log forgets it (it stays in {@link #drainAppended} until drained).
+     */
+    synchronized void autoCommit() {
+        autoCommit = true;
     }
 
     synchronized boolean resignRequested() {
@@ -186,6 +195,11 @@ final class MemoryRaft {
         log.addAll(prepared);
         appendedSinceDrain.addAll(prepared);
         prepared.clear();
+        if (autoCommit) {
+            commit(nextOffset);
+            log.clear();
+            delivered = 0;
+        }
     }
 
     private synchronized void resign() {

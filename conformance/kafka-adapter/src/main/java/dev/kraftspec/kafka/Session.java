@@ -521,6 +521,15 @@ final class Session implements AutoCloseable {
         return e;
     }
 
+    /** For the benchmark (Bench): the controller and its Raft client, to drive them directly. */
+    QuorumController controller() {
+        return controller;
+    }
+
+    MemoryRaft raft() {
+        return raft;
+    }
+
     @Override
     public void close() throws Exception {
         controller.beginShutdown();
