@@ -579,16 +579,18 @@ def _start_worker(traces, sources, examples, timeout, stateful) -> None:
     _worker.update(traces=traces, sources=sources, examples=examples, timeout=timeout, stateful=stateful)
 
 
-def _work(mutant: SweepMutant) -> tuple[SweepMutant, Outcome]:
+def _work(mutant: SweepMutant, stateful: bool = True) -> tuple[SweepMutant, Outcome]:
     w = _worker
-    return mutant, check_mutant(mutant, w["sources"][mutant.path], w["traces"], w["examples"], w["timeout"], w["stateful"])
+    return mutant, check_mutant(mutant, w["sources"][mutant.path], w["traces"], w["examples"], w["timeout"],
+                                w["stateful"] and stateful)
 
 
 @frozen
 class SweepResult:
     mutant: SweepMutant
     outcome: Outcome
-    fingerprint: str
+    fingerprint: str  # of everything both columns depend on
+    stateful_print: str = ""  # of what the stateful column alone depends on: kept when only the corpus changed
 
     @property
     def corpus_killed(self) -> bool:
@@ -603,11 +605,13 @@ class SweepResult:
         return self.corpus_killed or self.stateful_killed
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.mutant.id, "mutant": asdict(self.mutant), "outcome": asdict(self.outcome), "fingerprint": self.fingerprint}
+        return {"id": self.mutant.id, "mutant": asdict(self.mutant), "outcome": asdict(self.outcome),
+                "fingerprint": self.fingerprint, "stateful_print": self.stateful_print}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> SweepResult:
-        return SweepResult(SweepMutant(**data["mutant"]), Outcome(**data["outcome"]), data["fingerprint"])
+        return SweepResult(SweepMutant(**data["mutant"]), Outcome(**data["outcome"]), data["fingerprint"],
+                           data.get("stateful_print", ""))
 
 
 def read_results(path: Path) -> dict[str, SweepResult]:
@@ -805,24 +809,30 @@ def sweep(
     stateful_digest = _digest((REPOSITORY / "tests" / "test_stateful.py").read_bytes(), str(examples), str(stateful_ok))
     function_sources: dict[tuple[str, str], str] = {}
 
-    def fingerprint(m: SweepMutant) -> str:
+    def fingerprints(m: SweepMutant) -> tuple[str, str]:
+        """(of both columns, of the stateful column alone)"""
         key = (m.path, m.qualname)
         if key not in function_sources:
             function_sources[key] = _function_source(m, sources[m.path])
-        return _digest(m.id, m.change, function_sources[key], corpus_digest, stateful_digest)
+        return (_digest(m.id, m.change, function_sources[key], corpus_digest, stateful_digest),
+                _digest(m.id, m.change, function_sources[key], stateful_digest))
 
     results_path = Path(results_path)
     results_path.parent.mkdir(parents=True, exist_ok=True)
     earlier = {} if fresh else read_results(results_path)
     done: dict[str, SweepResult] = {}
     todo = []
+    kept_stateful: dict[str, SweepResult] = {}  # only the corpus changed since: its column alone is run again
     for m in mutants:
-        print_ = fingerprint(m)
+        print_, stateful_print = fingerprints(m)
         old = earlier.get(m.id)
-        if old is not None and old.fingerprint == print_ and old.mutant == m:
+        if old is not None and old.mutant == m and old.fingerprint == print_:
             done[m.id] = old
-        else:
-            todo.append((m, print_))
+            continue
+        if (old is not None and old.mutant == m and old.stateful_print == stateful_print
+                and old.outcome.stateful not in ("unreached", "error")):
+            kept_stateful[m.id] = old
+        todo.append((m, (print_, stateful_print)))
     reused = len(done)
 
     say("recording the lines the unmutated checks execute")
@@ -838,11 +848,20 @@ def sweep(
     runnable = []
     for m, print_ in todo:
         if reached[m.path].isdisjoint(range(m.statement_line, m.end_line + 1)):
-            record(SweepResult(m, Outcome("unreached", "", "unreached", "", 0.0), print_))
+            record(SweepResult(m, Outcome("unreached", "", "unreached", "", 0.0), *print_))
         else:
             runnable.append((m, print_))
+    corpus_only = sum(m.id in kept_stateful for m, _ in runnable)
     say(f"{reused} results reused, {len(todo) - len(runnable)} unreached, {len(runnable)} to run on {jobs} workers"
-        f" (time limit {timeout:.0f}s a check)")
+        + (f" ({corpus_only} against the changed corpus only)" if corpus_only else "")
+        + f" (time limit {timeout:.0f}s a check)")
+
+    def result_of(m: SweepMutant, outcome: Outcome) -> SweepResult:
+        old = kept_stateful.get(m.id)
+        if old is not None:
+            outcome = Outcome(outcome.corpus, outcome.corpus_detail, old.outcome.stateful, old.outcome.stateful_detail,
+                              outcome.seconds)
+        return SweepResult(m, outcome, *prints[m.id])
 
     prints = dict((m.id, p) for m, p in runnable)
     queue = [m for m, _ in runnable]
@@ -879,7 +898,7 @@ def sweep(
                     stopped_by_budget = True
                     break
                 m = queue.pop()
-                in_flight[pool.submit(_work, m)] = m
+                in_flight[pool.submit(_work, m, m.id not in kept_stateful)] = m
             if not in_flight:
                 break
             finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
@@ -891,7 +910,7 @@ def sweep(
                 except BrokenProcessPool:
                     broken.append(m)
                     continue
-                result = SweepResult(m, outcome, prints[m.id])
+                result = result_of(m, outcome)
                 record(result)
                 tested += 1
                 killed_now += result.killed
@@ -902,8 +921,7 @@ def sweep(
                 pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=initargs)
                 for m in broken:  # each again, alone: a second crash is the mutant's own
                     if m.id in retried:
-                        record(SweepResult(m, Outcome("crash", "the worker process died", "crash", "the worker process died", 0.0),
-                                           prints[m.id]))
+                        record(result_of(m, Outcome("crash", "the worker process died", "crash", "the worker process died", 0.0)))
                         tested += 1
                         killed_now += 1
                     else:

@@ -384,8 +384,8 @@ def test_run_replays_the_corpus_and_leaves_out_what_unmutated_impl_fails(tmp_pat
     (corpus / "regressions").mkdir(parents=True)
     trace, _ = witness("responses-before-commit")
     good = trace.write(corpus / "regressions")
-    last = trace.steps[-1]
-    wrong = evolve(trace, steps=trace.steps[:-1] + (evolve(last, seq=last.seq + 1),))
+    last = trace.steps[-1]  # a readable trace whose committed state no implementation gives
+    wrong = evolve(trace, steps=trace.steps[:-1] + (evolve(last, committed=()),))
     wrong.write(corpus / "wrong.jsonl")
     (corpus / "torn.jsonl").write_text('{"type": "header"\n')
 
