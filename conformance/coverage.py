@@ -41,7 +41,7 @@ from kraftspec.model.rules import collecting
 from kraftspec.spec import rules, title
 
 from .adapters import model_config
-from .trace import Trace, read_all
+from .trace import Trace, TraceError, read_all
 
 NOT_CONTROLLER_MODULES = ("broker.py", "framing.py", "tools.py", "membership.py", "invariants.py")
 CITING = ("cite", "reject")
@@ -313,7 +313,12 @@ def main(argv: list[str] | None = None) -> int:
     if not paths:
         print("usage: python -m kraftspec.conformance.coverage [--json] <trace files or directories>", file=sys.stderr)
         return 2
-    report = coverage(t for _, t in read_all(paths))
+    try:  # every trace read and checked before anything is counted
+        traces = [t for _, t in read_all(paths)]
+    except TraceError as problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    report = coverage(traces)
     print(json.dumps(report.to_json(), indent=1) if as_json else report.table())
     return 0
 

@@ -406,7 +406,9 @@ def _scalar_check(kind: str) -> Callable[[Any], None]:
 
 def _field_check(field: dict[str, Any], version: int) -> Callable[[Any], None]:
     kind = field["type"]
-    if kind.startswith("[]"):
+    if kind[2:] in INT_RANGES:  # []int32 and the like: the elements checked in one loop
+        check = _int_array_check(kind[2:])
+    elif kind.startswith("[]"):
         element = _struct_check(field["fields"], version) if "fields" in field else _scalar_check(kind[2:])
         expected = f"a list of {kind[2:]}"
 
@@ -420,7 +422,7 @@ def _field_check(field: dict[str, Any], version: int) -> Callable[[Any], None]:
                     raise error.inside(f"[{index}]") from None
     else:
         check = _scalar_check(kind)
-    if "nullableVersions" in field and in_versions(field["nullableVersions"], version):
+    if _nullable(field, version):
         not_null = check
 
         def check(value):
@@ -430,21 +432,62 @@ def _field_check(field: dict[str, Any], version: int) -> Callable[[Any], None]:
     return check
 
 
+def _int_array_check(kind: str) -> Callable[[Any], None]:
+    low, high = INT_RANGES[kind]
+    element = _scalar_check(kind)
+
+    def check(value):
+        if type(value) is not list:
+            raise FormError(f"expected a list of {kind}, got {describe(value)}")
+        for item in value:
+            if type(item) is not int or not low <= item <= high:
+                index = next(i for i, x in enumerate(value) if x is item)
+                _raise_inside(element, item, f"[{index}]")
+
+    return check
+
+
+def _nullable(field: dict[str, Any], version: int) -> bool:
+    return "nullableVersions" in field and in_versions(field["nullableVersions"], version)
+
+
+def _raise_inside(check: Callable[[Any], None], value: Any, part: str) -> None:
+    """Raise the error ``check`` finds in ``value``, one level further out."""
+    try:
+        check(value)
+    except FormError as error:
+        raise error.inside(part) from None
+
+
 def _struct_check(fields: list[dict[str, Any]], version: int) -> Callable[[Any], None]:
-    checks = [(f["name"], _field_check(f, version)) for f in fields if in_versions(f["versions"], version)]
-    names = frozenset(name for name, _ in checks)
-    listed = ", ".join(name for name, _ in checks)
+    present = [f for f in fields if in_versions(f["versions"], version)]
+    checks = {f["name"]: _field_check(f, version) for f in present}
+    names = frozenset(checks)
+    listed = ", ".join(checks)
+    # the commonest fields, integers and strings that may not be null, are checked inline (a call
+    # per field costs more than the check); on a failure, their own check says what is wrong
+    ints = [(f["name"], *INT_RANGES[f["type"]]) for f in present if f["type"] in INT_RANGES and not _nullable(f, version)]
+    strings = [f["name"] for f in present if f["type"] == "string" and not _nullable(f, version)]
+    others = [(name, check) for name, check in checks.items() if name not in {i[0] for i in ints} | set(strings)]
 
     def check(value):
         if type(value) is not dict:
             raise FormError(f"expected an object with the fields {listed}, got {describe(value)}")
         if value.keys() != names:
-            for name, _ in checks:
+            for name in checks:
                 if name not in value:
                     raise FormError("missing", name)
             unknown = sorted(set(value) - names)[0]
             raise FormError(f"unknown field (expected {listed})", unknown)
-        for name, check_field in checks:
+        for name, low, high in ints:
+            item = value[name]
+            if type(item) is not int or not low <= item <= high:
+                _raise_inside(checks[name], item, f".{name}")
+        for name in strings:
+            item = value[name]
+            if type(item) is not str or not item.isascii():
+                _raise_inside(checks[name], item, f".{name}")
+        for name, check_field in others:
             try:
                 check_field(value[name])
             except FormError as error:

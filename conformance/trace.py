@@ -238,6 +238,8 @@ class _Checker:
             self.fail(prefix + key, f"unknown field (expected {', '.join(sorted(required | optional))})")
 
     def need(self, obj: dict, key: str, kinds, where: str):
+        if type(obj) is dict and type(obj.get(key)) is kinds:  # the common case, quickly
+            return obj[key]
         if not isinstance(obj, dict):
             self.fail(where or "(line)", f"expected a JSON object, got {describe(obj)}")
         if key not in obj:

@@ -81,3 +81,13 @@ def test_the_report_as_json_and_as_a_table():
     rpc6 = next(line for line in table.splitlines() if line.startswith("RPC-6 "))
     assert rpc6.split()[1:3] == ["2", "1"]
     assert "never reached: ISR-2" in table and "checked only by tests" in table and "DEC-1" in table
+
+
+def test_the_module_command_refuses_a_malformed_trace_with_its_line_and_exit_2(tmp_path, capsys):
+    """``python -m kraftspec.conformance.coverage`` reads through the checking reader too."""
+    from kraftspec.conformance.coverage import main
+
+    (tmp_path / "t.jsonl").write_text('{"type":"header","format":"kraftspec-trace","format_version":1}\n')
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 't.jsonl'}:1: config: missing" in err and "Traceback" not in err

@@ -16,7 +16,17 @@ from kraftspec.cli import main
 from kraftspec.conformance.trace import TraceError, parse, read
 
 CORPUS = Path(__file__).resolve().parent.parent / "conformance" / "corpus"
-SOURCE = CORPUS / "1eb6ce44bf0056db.jsonl"  # a walk: every request kind but two, ticks, commits, failovers
+NEEDED = ('"api":"BrokerRegistration"', '"api":"BrokerHeartbeat"', '"api":"CreateTopics"', '"api":"AlterIsr"',
+          '"api":"AlterPartitionReassignments"', '"kind":"tick"', '"kind":"failover"', '"type":"PartitionRecord"')
+
+
+def source_trace() -> Path:
+    """The shortest corpus trace that has every part the mutations change (a realistic walk)."""
+    fitting = [p for p in sorted(CORPUS.glob("*.jsonl")) if all(part in p.read_text(encoding="utf-8") for part in NEEDED)]
+    return min(fitting, key=lambda p: (p.stat().st_size, p.name))
+
+
+SOURCE = source_trace()
 LINES = SOURCE.read_text(encoding="utf-8").splitlines()
 STEPS = [json.loads(line) for line in LINES[1:]]
 HEADER = json.loads(LINES[0])
@@ -36,7 +46,9 @@ def kind(name: str):
 
 
 def after_a_tick(step) -> bool:
-    return step["event"]["kind"] == "tick" and step["event"]["now_ms"] > 6000
+    """A tick later than the trace's first."""
+    earliest = min(s["event"]["now_ms"] for s in STEPS if s["event"]["kind"] == "tick")
+    return step["event"]["kind"] == "tick" and step["event"]["now_ms"] > earliest
 
 
 def has(part: str, record_type: str | None = None):
@@ -120,8 +132,9 @@ MUTATIONS = {
     # the file as a whole
     "empty-file": (lambda: (b"", 1), "(file)"),
     "header-only": (raw(lambda lines: (lines[0] + b"\n", 1)), "steps"),
-    "truncated-line": (raw(lambda lines: (b"\n".join(lines[:40] + [lines[40][:57]]) + b"\n", 41)), "(line)"),
-    "truncated-file": (raw(lambda lines: (b"\n".join(lines[:-1]) + b"\n", 1)), "steps: the header announces 150 steps, the file has 149"),
+    "truncated-line": (raw(lambda lines: (b"\n".join(lines[:10] + [lines[10][:57]]) + b"\n", 11)), "(line)"),
+    "truncated-file": (raw(lambda lines: (b"\n".join(lines[:-1]) + b"\n", 1)),
+                       f"steps: the header announces {len(STEPS)} steps, the file has {len(STEPS) - 1}"),
     "non-utf8-bytes": (raw(lambda lines: (b"\n".join(lines[:4] + [lines[4][:30] + b"\xff\xfe" + lines[4][30:]] + lines[5:]), 5)), "(line)"),
     "not-an-object": (raw(lambda lines: (b"\n".join(lines[:2] + [b"[1, 2]"] + lines[3:]), 3)), "(line)"),
     "deep-nesting": (raw(lambda lines: (b"\n".join(lines[:2] + [nested(100_000).encode()] + lines[3:]), 3)), "(line)"),
@@ -262,3 +275,93 @@ def test_every_corpus_trace_and_generated_walks_pass_the_checks():
     for seed in range(40):
         trace = walk(seed, 120, faults=FAULTS if seed % 2 else None)
         assert parse(trace.lines(), f"walk-{seed}") == trace
+
+
+# ---- the schema checker, on every schema -------------------------------------------------------
+
+from kraftspec.conformance.jsonform import FormError, check_form, in_versions  # noqa: E402
+from kraftspec.spec.schemas import INT_RANGES, default_value, record_schemas, rpc_schemas  # noqa: E402
+
+WRONG = {"bool": 0, "string": 7, "uuid": "AAAA", "bytes": "a", "float64": "1.5"}
+
+
+def valid_form(fields, version):
+    """A value of every field of ``version``: defaults, and one element in each array of structs."""
+    out = {}
+    for f in fields:
+        if not in_versions(f["versions"], version):
+            continue
+        kind = f["type"]
+        if kind.startswith("[]"):
+            out[f["name"]] = [valid_form(f["fields"], version)] if "fields" in f else []
+        elif kind == "uuid":
+            out[f["name"]] = "AAAAAAAAAAAAAAAAAAAAAA"
+        elif kind == "bytes":
+            out[f["name"]] = "AAEC"
+        else:
+            value = default_value(f)
+            out[f["name"]] = "" if value is None and kind == "string" else value
+    return out
+
+
+def every_schema():
+    for schema in [*record_schemas().values(), *rpc_schemas().values()]:
+        low, _, high = schema["validVersions"].partition("-")
+        for version in range(int(low), int(high or low) + 1):
+            yield schema["name"], version, schema["fields"]
+
+
+def leaves(fields, version, prefix=""):
+    """(path, field) of every scalar field, through the first element of arrays of structs."""
+    for f in fields:
+        if not in_versions(f["versions"], version):
+            continue
+        if f["type"].startswith("[]") and "fields" in f:
+            yield from leaves(f["fields"], version, f"{prefix}{f['name']}[0].")
+        else:
+            yield f"{prefix}{f['name']}", f
+
+
+def set_at(data, path, value):
+    *parents, last = path.replace("[0]", ".0").split(".")
+    for part in parents:
+        data = data[int(part)] if part.isdigit() else data[part]
+    data[last] = value
+
+
+def test_the_checker_accepts_the_form_of_every_schema_and_names_every_wrong_field():
+    """Data-driven from the schema JSON: for every record and message at every version, each field
+    given a value of the wrong type (a boolean for an integer, among others) or one past its range
+    is refused naming that field, and null is refused unless the field is nullable."""
+    checked = 0
+    for name, version, fields in every_schema():
+        check_form(valid_form(fields, version), name, version)
+        for path, field in leaves(fields, version):
+            kind = field["type"]
+            wrong = [True, "1", 1.0] if kind in INT_RANGES else [{}] if kind.startswith("[]") else [WRONG[kind]]
+            if kind in INT_RANGES:
+                wrong.append(INT_RANGES[kind][1] + 1)
+            nullable = "nullableVersions" in field and in_versions(field["nullableVersions"], version)
+            for value in wrong + ([] if nullable else [None]):
+                data = valid_form(fields, version)
+                set_at(data, path, value)
+                with pytest.raises(FormError) as caught:
+                    check_form(data, name, version)
+                assert caught.value.path == path, (name, path, value, str(caught.value))
+                checked += 1
+            if kind in INT_RANGES:
+                for edge in INT_RANGES[kind]:
+                    data = valid_form(fields, version)
+                    set_at(data, path, edge)
+                    check_form(data, name, version)
+    assert checked > 500
+
+
+def test_an_unknown_and_a_missing_field_are_named_at_any_depth():
+    data = valid_form(rpc_schemas()["AlterIsrRequest"]["fields"], 0)
+    data["Topics"][0]["Partitions"][0]["Colour"] = "blue"
+    with pytest.raises(FormError, match=r"^Topics\[0\]\.Partitions\[0\]\.Colour: unknown field"):
+        check_form(data, "AlterIsrRequest")
+    del data["Topics"][0]["Partitions"][0]["Colour"], data["Topics"][0]["Partitions"][0]["NewIsr"]
+    with pytest.raises(FormError, match=r"^Topics\[0\]\.Partitions\[0\]\.NewIsr: missing"):
+        check_form(data, "AlterIsrRequest")
