@@ -122,7 +122,9 @@ def add_parsers(commands) -> None:
         "replay", help="replay traces against an implementation",
         description="Replay traces against a system under test and stop each at its first divergence, "
         "reporting the step, the event, expected against actual, the rules involved and a command that "
-        "reproduces it. Exit status 1 if any trace fails, 2 for bad input.",
+        "reproduces it. Every trace is read and checked before any is replayed (each request, reply and record "
+        "against its schema; sequence numbers, the clock and offsets across lines); the first problem is "
+        "reported as FILE:LINE: FIELD: PROBLEM. Exit status 1 if any trace fails, 2 for bad input.",
     )
     replay.add_argument("traces", nargs="+", help="trace files, or directories of *.jsonl")
     replay.add_argument("--adapter", default="impl", help="impl (default), model, or subprocess:COMMAND (spec/protocol.md)")
@@ -151,7 +153,8 @@ def add_parsers(commands) -> None:
     coverage = commands.add_parser(
         "coverage", help="which rules a set of traces exercises",
         description="Count, for every rule the controller can fire, how many steps and traces of the given "
-        "traces fired it, and list the rules never reached.",
+        "traces fired it, and list the rules never reached. The traces are read and checked as replay checks "
+        "them; a malformed one is reported as FILE:LINE: FIELD: PROBLEM, with exit status 2.",
     )
     coverage.add_argument("traces", nargs="+", help="trace files, or directories of *.jsonl")
     coverage.add_argument("--json", metavar="PATH", help="also write the report as JSON")
