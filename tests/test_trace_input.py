@@ -266,6 +266,23 @@ def test_an_error_during_replay_names_the_line(tmp_path):
     assert str(caught.value).startswith(f"{SOURCE}:{index + 1}: ") and "the clock broke" in str(caught.value)
 
 
+def test_an_error_in_impls_own_fast_replay_names_the_line_too(monkeypatch):
+    """impl's in-process fast path does not know lines: a ValueError there replays the trace the
+    generic way, which names the step."""
+    from kraftspec.conformance.adapters import ImplAdapter
+    from kraftspec.conformance.replay import replay
+    from kraftspec.impl.controller import Controller
+
+    def broken_tick(self, now_ms):
+        raise ValueError("the clock broke")
+
+    monkeypatch.setattr(Controller, "tick", broken_tick)
+    index = first(kind("tick"))
+    with pytest.raises(TraceError) as caught:
+        replay(read(SOURCE), ImplAdapter(), "records", SOURCE)
+    assert str(caught.value).startswith(f"{SOURCE}:{index + 1}: event: step {index - 1} (tick): the clock broke")
+
+
 def test_every_corpus_trace_and_generated_walks_pass_the_checks():
     """The checks refuse no trace the model records (walks with every fault included)."""
     from kraftspec.conformance.generate import FAULTS, walk
