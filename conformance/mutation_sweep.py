@@ -96,6 +96,7 @@ MIN_TIMEOUT_S = 30.0
 MEMORY_LIMIT = 2 << 30  # bytes of address space a worker may use
 DEFAULT_RESULTS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kraftspec" / "mutation-sweep.jsonl"
 BOOKKEEPING = frozenset({"cite", "reject"})
+CORPUS_CHECK = "records; impl in memory, then on disk"  # part of the corpus fingerprint: change it with run_corpus
 
 
 # ---- generating mutants ------------------------------------------------------------------------
@@ -415,22 +416,70 @@ def run_stateful(examples: int) -> str | None:
     return None
 
 
+def _impl_on_disk():
+    """impl with its metadata log in a temporary directory, recovered from it at every failover."""
+    import shutil
+    import tempfile
+
+    from kraftspec.impl.controller import Controller
+
+    from .adapters import ImplAdapter
+
+    class ImplOnDisk(ImplAdapter):
+        """The new active controller of a failover is a controller opened on the old one's directory
+        (after the old one undid its uncommitted tail and answered what waited): so the corpus also
+        checks the log's writes, snapshots and recovery. Request numbering carries over."""
+
+        name = "impl on disk"
+        directory: str | None = None
+
+        def start(self, config: dict[str, Any]) -> None:
+            super().start(config)
+            shared_memory = Path("/dev/shm")  # no real disk writes, where the system offers a memory file system
+            self.directory = tempfile.mkdtemp(prefix="kraftspec-sweep-", dir=shared_memory if shared_memory.is_dir() else None)
+            self.controller = Controller.open(self.directory, self.controller.config, 0)
+
+        def step(self, event: dict[str, Any]) -> dict[str, Any]:
+            return super().step(event)  # overridden, so that the replayer goes through handle()
+
+        def handle(self, event: dict[str, Any]):
+            outcome = super().handle(event)
+            if event["kind"] == "failover":
+                old = self.controller
+                old.close()
+                self.controller = Controller.open(self.directory, old.config, old.now_ms)
+                self.controller.next_seq = old.next_seq
+            return outcome
+
+        def close(self) -> None:
+            if self.controller is not None:
+                self.controller.close()
+            if self.directory is not None:
+                shutil.rmtree(self.directory, ignore_errors=True)
+            super().close()
+
+    return ImplOnDisk
+
+
 def run_corpus(traces, package: str) -> tuple[str, str] | None:
-    """Replay the traces against impl (``package`` impl) or the model at level records; the
-    first divergence as (trace, what), or None."""
+    """Replay the traces at level records against impl (``package`` impl: in memory, then with
+    its log on disk, recovered from it at every failover) or against the model; the first
+    divergence as (trace, what), or None."""
     from .adapters import ImplAdapter, ModelAdapter
     from .replay import replay
 
-    make = ImplAdapter if package == "impl" else ModelAdapter
+    makes = (ImplAdapter, _impl_on_disk()) if package == "impl" else (ModelAdapter,)
     for where, trace in traces:
-        try:
-            verdict = replay(trace, make(), "records")
-        except MutantTimeout:
-            raise
-        except Exception as crash:  # noqa: BLE001 - a broken implementation may raise anywhere: a kill
-            return where, f"crash: {_first_line(crash)}"
-        if not verdict.passed:
-            return where, f"step {verdict.divergence.step} ({verdict.divergence.part})"
+        for make in makes:
+            on = "" if make in (ImplAdapter, ModelAdapter) else ", log on disk"
+            try:
+                verdict = replay(trace, make(), "records")
+            except MutantTimeout:
+                raise
+            except Exception as crash:  # noqa: BLE001 - a broken implementation may raise anywhere: a kill
+                return where, f"crash{on}: {_first_line(crash)}"
+            if not verdict.passed:
+                return where, f"step {verdict.divergence.step} ({verdict.divergence.part}{on})"
     return None
 
 
@@ -805,7 +854,7 @@ def sweep(
         f"unmutated stateful run {baseline} in {baseline_seconds:.1f}s")
     timeout = timeout or max(MIN_TIMEOUT_S, 20 * baseline_seconds)
 
-    corpus_digest = _digest(*sorted(trace.name for _, trace in traces))
+    corpus_digest = _digest(CORPUS_CHECK, *sorted(trace.name for _, trace in traces))
     stateful_digest = _digest((REPOSITORY / "tests" / "test_stateful.py").read_bytes(), str(examples), str(stateful_ok))
     function_sources: dict[tuple[str, str], str] = {}
 

@@ -594,3 +594,47 @@ def test_a_malformed_equivalents_file_is_refused_naming_the_entry(tmp_path):
     bad.write_text('[[equivalent]]\nid = "impl/leases.py:X:1"\nchange = "a -> b"\n')
     with pytest.raises(ValueError, match=r"eq.toml: equivalent entry 1 \(impl/leases.py:X:1\): missing reason"):
         ms.read_equivalents(bad)
+
+
+def test_sweep_replays_the_corpus_against_impl_with_its_log_on_disk():
+    """A mutant of the disk writes, which impl in memory never makes, is killed by the corpus
+    replayed with the log on disk and recovered from it at a failover."""
+    from kraftspec.conformance import mutation_sweep as ms
+
+    traces, _, _, _ = corpus_traces(CORPUS)
+    assert ms.run_corpus(traces, "impl") is None
+    [m] = [m for m in ms.mutants_of("impl/controller.py", ms.source_of("impl/controller.py"))
+           if m.qualname == "Controller._commit_to" and m.change == "self.disk.write_committed_offset(offset) -> pass"]
+    with ms.applied(m):
+        where, what = ms.run_corpus(traces, "impl")
+    assert "log on disk" in what, what
+    assert ms.run_corpus(traces, "impl") is None
+
+
+def test_sweep_keeps_the_stateful_column_when_only_the_corpus_changed(tmp_path):
+    """A second sweep after a trace was added runs the corpus check again and reuses the stateful one."""
+    from kraftspec.conformance import mutation_sweep as ms
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    first_trace, second_trace = sorted(CORPUS.glob("*.jsonl"))[:2]
+    (corpus / first_trace.name).write_bytes(first_trace.read_bytes())
+    results, said = tmp_path / "results.jsonl", []
+
+    def sweep():
+        return ms.sweep(["impl/state.py"], corpus=corpus, examples=2, jobs=1, results_path=results,
+                        equivalents_path=tmp_path / "none.toml", progress=said.append)
+
+    before = {r.mutant.id: r for r in sweep().results}
+    (corpus / second_trace.name).write_bytes(second_trace.read_bytes())
+    said.clear()
+    after = {r.mutant.id: r for r in sweep().results}
+
+    assert before.keys() == after.keys()
+    run = [i for i, r in before.items() if r.outcome.stateful not in ("unreached", "error")]
+    assert run, "some mutant of impl/state.py runs"
+    assert any(f"({len(run)} against the changed corpus only)" in line for line in said), said
+    for i in run:
+        assert after[i].fingerprint != before[i].fingerprint
+        assert after[i].outcome.stateful == before[i].outcome.stateful
+        assert after[i].outcome.stateful_detail == before[i].outcome.stateful_detail
