@@ -567,7 +567,7 @@ def bench_kafka(scale: float, out, version: str) -> dict:
 
     # ---- warm, in process ----
     brokers, partitions = 10, 1000
-    count = max(10_000, int(300_000 * scale))
+    count = max(10_000, int(1_000_000 * scale))  # Kafka needs about half a second for a round of them
     mix_rounds = max(2, int(100 * scale))
     say(out, f"warm, in process: {brokers} brokers / {partitions:,} partitions, replication factor 3; "
              f"rounds of {count:,} heartbeats and of {mix_rounds * partitions:,} ISR changes (AlterIsr shrink and expand, "
