@@ -455,7 +455,7 @@ class ControllerLockstep(RuleBasedStateMachine):
 
     @invariant()
     def impl_soft_state_agrees(self):
-        """impl's clock, offsets, waiting responses, leases and in-memory image are the model's."""
+        """impl's clock, offsets, uncommitted batches, waiting responses, leases and in-memory image are the model's."""
         assert soft_state_of_impl(self.lockstep.impl) == soft_state_of_model(self.model)
 
 
@@ -464,8 +464,10 @@ def soft_state_of_model(state) -> dict:
     return {
         "clock": state.now_ms,
         "next seq": state.next_seq,
+        "log start": state.log_start_offset,
         "log end": state.log_end_offset,
         "committed": state.committed_offset,
+        "uncommitted batches": [(b.base_offset, len(b.records)) for b in state.uncommitted_batches()],
         "waiting": [
             (p.release_offset, p.seq, to_json(p.response, response_version(p.request), type(p.response).__name__))
             for p in state.pending
@@ -488,8 +490,10 @@ def soft_state_of_impl(controller: Controller) -> dict:
     return {
         "clock": controller.now_ms,
         "next seq": controller.next_seq,
+        "log start": controller.log_start_offset,
         "log end": controller.log_end_offset,
         "committed": controller.committed_offset,
+        "uncommitted batches": [(base, len(records)) for base, records in controller.batches],
         "waiting": [(release, seq, to_json(response, version)) for release, seq, _, version, response in controller.pending],
         "leases": {
             b: (lease.last_contact_ms, lease.metadata_offset, lease.in_controlled_shutdown, lease.shutdown_granted)
@@ -528,13 +532,23 @@ def leader_epoch_unchecked(original):
     return alter_partition_isr
 
 
+def committed_batches_kept(original):
+    def commit_to(self, offset):
+        batches = list(self.batches)
+        original(self, offset)
+        self.batches.extendleft(reversed(batches[: len(batches) - len(self.batches)]))  # nothing visible yet
+
+    return commit_to
+
+
 @pytest.mark.parametrize(
     ("owner", "name", "breakage"),
     [
         (LeaseManager, "expired", expiry_one_millisecond_late),
         (Controller, "_alter_partition_isr", leader_epoch_unchecked),
+        (Controller, "_commit_to", committed_batches_kept),
     ],
-    ids=["lease expiry one millisecond late", "AlterIsr leader epoch unchecked"],
+    ids=["lease expiry one millisecond late", "AlterIsr leader epoch unchecked", "committed batches kept as uncommitted"],
 )
 def test_the_machine_catches_a_broken_impl(monkeypatch, owner, name, breakage):
     """Break impl in one small way; the machine finds it (without shrinking, to stay quick)."""
