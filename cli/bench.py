@@ -507,27 +507,28 @@ def impl_heartbeats(controller, brokers: int, count: int) -> dict:
 
 
 def compare(name: str, kafka_runs: list[float], impl_runs: list[float], unit: str, out, goal: float | None) -> dict:
-    """Print and return two interleaved series, their ratio impl/Kafka and the verdict."""
+    """Print and return two interleaved series and their ratio impl/Kafka: the median of the rounds'
+    ratios, each round's two figures measured one after the other, so that a load that slows both
+    leaves the ratio alone. A warning when the rounds' ratios spread too widely for it to mean much."""
     kafka, impl = spread(kafka_runs), spread(impl_runs)
-    ratios = [i / k for i, k in zip(impl_runs, kafka_runs, strict=True)]
-    ratio = impl["median"] / kafka["median"]
-    figure = {"kafka": kafka, "impl": impl, "ratio": ratio, "round_ratios": ratios}
+    ratios = spread([i / k for i, k in zip(impl_runs, kafka_runs, strict=True)])
+    ratio = ratios["median"]
+    figure = {"kafka": kafka, "impl": impl, "ratio": ratio, "round_ratios": ratios["runs"], "ratio_spread": ratios["spread"]}
     say(out, f"  {name}:")
     say(out, f"    Kafka {show(kafka, unit)}")
     say(out, f"    impl  {show(impl, unit)}")
-    text = f"    impl/Kafka {ratio:.2f} (rounds {min(ratios):.2f} to {max(ratios):.2f})"
+    text = f"    impl/Kafka {ratio:.2f} (rounds {ratios['min']:.2f} to {ratios['max']:.2f}, spread {ratios['spread']:.0%})"
     if goal is not None:
         verdict_text = verdict(ratio, goal, True)
-        if min(ratios) < goal <= max(ratios):
+        if ratios["min"] < goal <= ratios["max"]:
             verdict_text += ", but the rounds fall on both sides of it"
         text += f"; goal at least {goal}: {verdict_text}"
         figure["goal"] = goal
         figure["met"] = ratio >= goal
     say(out, text)
-    noisy = [side for side, f in (("Kafka", kafka), ("impl", impl)) if f["spread"] > NOISY]
-    if noisy:
-        figure["warning"] = (f"the spread of {' and '.join(noisy)} is over {NOISY:.0%}: the machine was busy "
-                             f"(load average {load_average()}), and this ratio means little; run it again on a quieter machine")
+    if ratios["spread"] > NOISY:
+        figure["warning"] = (f"the rounds' ratios spread over {NOISY:.0%}: the machine was too busy (load average "
+                             f"{load_average()}) for this comparison to mean much; run it again on a quieter machine")
         say(out, f"    warning: {figure['warning']}")
     return figure
 
