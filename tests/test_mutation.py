@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from cluster import Cluster
+from cluster import Cluster, topic_id
 from kraftspec.conformance.adapters import ImplAdapter
 from kraftspec.conformance.generate import record
 from kraftspec.conformance.mutation import (
@@ -31,14 +31,21 @@ from kraftspec.conformance.mutation import (
 )
 from kraftspec.conformance.replay import replay
 from kraftspec.conformance.trace import Trace
+from kraftspec.model import Config
+from kraftspec.model.messages import (
+    AlterIsrPartition,
+    AlterIsrRequest,
+    AlterIsrTopic,
+    Feature,
+)
 from kraftspec.spec import rules
 
 
 class Scenario(Cluster):
     """A model-driven cluster that remembers its events, to be recorded as a trace."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, config: Config | None = None) -> None:
+        super().__init__(config)
         self.events: list = []
         self.decisive = 0
 
@@ -638,3 +645,94 @@ def test_sweep_keeps_the_stateful_column_when_only_the_corpus_changed(tmp_path):
         assert after[i].fingerprint != before[i].fingerprint
         assert after[i].outcome.stateful == before[i].outcome.stateful
         assert after[i].outcome.stateful_detail == before[i].outcome.stateful_detail
+
+
+# ---- the sweep's survivors that a corpus trace now kills ---------------------------------------------
+# Each scenario is in the corpus as a hand-added trace (generator mutation-witness); the sweep
+# mutants it kills are named by file, function and change, as `kraftspec mutate --sweep` prints them.
+
+
+def registration_offset_minus_two(c):
+    c.register(1, current_metadata_offset=-2)  # -1 is the lowest a registration may claim
+
+
+def registration_feature_below_zero(c):
+    c.register(1, features=(Feature("metadata.format", -1, 1),))  # a negative minimum alone is invalid
+
+
+def registration_retry_is_contact(c):
+    c.start_brokers(1)
+    c.tick(17_000)
+    c.register(1)  # the same incarnation again: a retry, and contact at 17,000
+    c.tick(18_000)  # the first contact's deadline: the lease holds until 35,000
+
+
+def heartbeat_offset_zero(c):
+    c.register(1)
+    c.heartbeat(1, offset=0)  # the lowest valid offset: answered, still fenced
+
+
+def alter_isr_after_a_completed_reassignment(c):
+    c.start_brokers(1, 2, 3)
+    c.create_topic("t", [[1, 2], [1, 2]])
+    c.reassign("t", [2, 3])  # partition 0: 3 joins, 1 leaves once 3 is in sync
+    p0, p1 = c.partition("t", 0), c.partition("t", 1)
+    c.request(AlterIsrRequest(1, c.epoch(1), [AlterIsrTopic(topic_id("t"), [
+        AlterIsrPartition(0, p0.leader_epoch, [1, 2, 3], p0.partition_epoch),  # completes it: 1 no longer leads
+        AlterIsrPartition(1, p1.leader_epoch, [1], p1.partition_epoch),  # the next partition is still handled
+    ])]))
+
+
+def another_cluster_and_session(c):
+    c.start_brokers(1)
+    c.tick(9_000)  # this cluster's session timeout: broker 1 is fenced
+
+
+def no_finalized_features(c):
+    c.register(1, features=())
+    c.heartbeat(1)
+
+
+SWEEP_WITNESSES = {
+    registration_offset_minus_two: (None, [("Controller._broker_registration:14", "1 -> 2")]),
+    registration_feature_below_zero: (None, [(
+        "Controller._broker_registration:18",
+        "f.min_supported_version < 0 or f.min_supported_version > f.max_supported_version -> "
+        "f.min_supported_version < 0 and f.min_supported_version > f.max_supported_version")]),
+    registration_retry_is_contact: (None, [("Controller._broker_registration:34", "self.leases.touch(broker_id, self.now_ms) -> pass")]),
+    heartbeat_offset_zero: (None, [("Controller._broker_heartbeat:13", "offset < 0 -> offset <= 0"),
+                                   ("Controller._broker_heartbeat:15", "0 -> 1")]),
+    alter_isr_after_a_completed_reassignment: (None, [("Controller._alter_isr:26", "continue -> break")]),
+    another_cluster_and_session: (Config(cluster_id="AnotherClusterIdAAAAAA", session_timeout_ms=9_000),
+                                  [("Controller.__init__:1", "config or ControllerConfig() -> config and ControllerConfig()")]),
+    no_finalized_features: (Config(finalized_features=()), [("Controller.__init__:14", "0 -> 1"),
+                                                            ("Controller.__init__:13", "self.committed_offset = 0 -> pass")]),
+}
+"""scenario: (its cluster's configuration, or None for the default; the impl/controller.py sweep
+mutants it kills, by function:index and change)"""
+
+
+def sweep_witness(scenario) -> Trace:
+    config, _ = SWEEP_WITNESSES[scenario]
+    c = Scenario(config)
+    scenario(c)
+    return c.trace(scenario.__name__.replace("_", "-"))
+
+
+@pytest.mark.parametrize("scenario", list(SWEEP_WITNESSES), ids=lambda s: s.__name__)
+def test_sweep_survivors_are_killed_by_their_corpus_witness(scenario):
+    """The witness replays exactly on impl; under each mutant it names, in memory or on disk, it does not;
+    and the corpus holds it."""
+    from kraftspec.conformance import mutation_sweep as ms
+
+    trace = sweep_witness(scenario)
+    assert ms.run_corpus([("witness", trace)], "impl") is None, "unmutated impl must replay the witness exactly"
+    mutants = ms.mutants_of("impl/controller.py", ms.source_of("impl/controller.py"))
+    by_id = {m.id: m for m in mutants}
+    for name, change in SWEEP_WITNESSES[scenario][1]:
+        mutant = by_id.get(f"impl/controller.py:{name}")
+        assert mutant is not None and mutant.change == change, f"impl/controller.py:{name} is no longer {change}"
+        with ms.applied(mutant):
+            assert ms.run_corpus([("witness", trace)], "impl") is not None, f"{mutant.describe()} survives its witness"
+    assert any(t.steps == trace.steps for _, t in corpus_traces(CORPUS)[0]), (
+        f"{scenario.__name__} is not in {CORPUS}: add it with write_to_corpus")
