@@ -527,9 +527,18 @@ def _check(run: Callable[[], Any], timeout: float) -> tuple[str, str]:
     return "killed", found if isinstance(found, str) else " ".join(found)
 
 
+def _forget_caches() -> None:
+    """Empty impl's one module-level cache (the shared broker lists), so that each mutant meets it as a
+    fresh process would: filled by earlier runs, it would hide a mutant of the function that fills it."""
+    from kraftspec.impl import replication
+
+    replication._BROKER_LISTS.clear()
+
+
 def check_mutant(mutant: SweepMutant, source: str, traces, examples: int, timeout: float, stateful: bool) -> Outcome:
     """Apply ``mutant`` and run both checks (the stateful one only when ``stateful``)."""
     started = time.perf_counter()
+    _forget_caches()
     try:
         context = applied(mutant, source)
         context.__enter__()

@@ -688,6 +688,16 @@ def another_cluster_and_session(c):
     c.tick(9_000)  # this cluster's session timeout: broker 1 is fenced
 
 
+def unfencing_elects_only_where_it_is_in_sync(c):
+    c.start_brokers(1, 2)
+    c.create_topic("t", [[1, 2]])
+    c.create_topic("u", [[2]])  # 2 leads u alone, so its controlled shutdown stays unfinished
+    c.heartbeat(2, want_shut_down=True)  # 2 in controlled shutdown: not eligible
+    c.heartbeat(1, want_fence=True)  # 1 fenced: t's ISR [2], nobody eligible, nobody leads
+    c.failover()  # fresh leases: 2 is eligible again, yet nothing elects it
+    c.heartbeat(1)  # 1 unfenced, out of t's ISR: no election there
+
+
 def no_finalized_features(c):
     c.register(1, features=())
     c.heartbeat(1)
@@ -705,6 +715,9 @@ SWEEP_WITNESSES = {
     alter_isr_after_a_completed_reassignment: (None, [("Controller._alter_isr:26", "continue -> break")]),
     another_cluster_and_session: (Config(cluster_id="AnotherClusterIdAAAAAA", session_timeout_ms=9_000),
                                   [("Controller.__init__:1", "config or ControllerConfig() -> config and ControllerConfig()")]),
+    unfencing_elects_only_where_it_is_in_sync: (None, [(
+        "Controller._unfence:2",
+        "partition.leader == NO_LEADER and broker_id in partition.isr -> partition.leader == NO_LEADER or broker_id in partition.isr")]),
     no_finalized_features: (Config(finalized_features=()), [("Controller.__init__:14", "0 -> 1"),
                                                             ("Controller.__init__:13", "self.committed_offset = 0 -> pass")]),
 }
@@ -736,3 +749,16 @@ def test_sweep_survivors_are_killed_by_their_corpus_witness(scenario):
             assert ms.run_corpus([("witness", trace)], "impl") is not None, f"{mutant.describe()} survives its witness"
     assert any(t.steps == trace.steps for _, t in corpus_traces(CORPUS)[0]), (
         f"{scenario.__name__} is not in {CORPUS}: add it with write_to_corpus")
+
+
+def test_sweep_mutant_meets_impls_cache_empty():
+    """A mutant of the function that fills impl's shared broker lists is killed even after earlier
+    runs filled them (the sweep runs every mutant in a long-lived worker)."""
+    from kraftspec.conformance import mutation_sweep as ms
+
+    traces, _, _, _ = corpus_traces(CORPUS)
+    assert ms.run_corpus(traces, "impl") is None  # fills the cache with every list the corpus uses
+    [m] = [m for m in ms.mutants_of("impl/replication.py", ms.source_of("impl/replication.py"))
+           if m.qualname == "shared" and m.change.startswith("if found is not None:")]
+    outcome = ms.check_mutant(m, ms.source_of(m.path), traces, 1, 120, stateful=False)
+    assert outcome.corpus == "killed", outcome
