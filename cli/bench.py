@@ -554,11 +554,12 @@ def bench_kafka(scale: float, out, version: str) -> dict:
                "impl": SubprocessAdapter([sys.executable, "-m", "kraftspec.conformance.examples.impl_server"])}
     runs: dict[str, list[float]] = {"Kafka": [], "impl": []}
     try:
-        for round_ in range(rounds + 1):  # the first round warms both up and is not counted
+        warm_up = 1 if quick else 6  # the first rounds warm both up (the JVM's JIT above all) and are not counted
+        for round_ in range(warm_up + rounds):
             for name, adapter in servers.items():
                 start = time.perf_counter()
                 events = sum(drive(trace, adapter) for trace in traces)
-                if round_:
+                if round_ >= warm_up:
                     runs[name].append(events / (time.perf_counter() - start))
                 figures.setdefault("protocol_events", {})[name] = events
     finally:
@@ -569,14 +570,14 @@ def bench_kafka(scale: float, out, version: str) -> dict:
     # ---- warm, in process ----
     brokers, partitions = 10, 1000
     count = max(10_000, int(1_000_000 * scale))  # Kafka needs about half a second for a round of them
-    mix_rounds = max(2, int(100 * scale))
+    mix_rounds = max(2, int(200 * scale))
     say(out, f"warm, in process: {brokers} brokers / {partitions:,} partitions, replication factor 3; "
              f"rounds of {count:,} heartbeats and of {mix_rounds * partitions:,} ISR changes (AlterIsr shrink and expand, "
              "one record each, committed as appended)")
     kafka = KafkaBench(version, brokers, partitions)
     try:
         say(out, f"  (Kafka {kafka.ready['kafka']}, metadata.version {kafka.ready['metadata_version']}: warming up its JIT)")
-        for _ in range(1 if quick else 3):
+        for _ in range(1 if quick else 5):
             kafka.run(f"heartbeats {count}")
             kafka.run(f"mix {mix_rounds}")
         controller = impl_cluster(partitions, brokers)
