@@ -43,7 +43,7 @@ from .adapters import ModelAdapter, committed_of, config_json, event_json, outpu
 from .simulation import FEATURES, TOPIC, Simulation
 from .trace import Header, Step, Trace
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 FAULTS = ("lost-response", "duplicate-broker", "stale-epoch", "late-heartbeat", "commit-delay", "failover", "malformed",
           "faulty-leader", "operator-mistakes")
 VIEWS_KEPT = 3  # earlier versions of each partition a lagging leader may still act on
@@ -258,7 +258,11 @@ class FaultySimulation(Simulation):
         kind = rng.choice(["impossible topic", "impossible reassignment", "mistyped id"] + ["again"] * bool(gone)
                           + ["unsafe unregister"] * bool(image.brokers))
         if kind == "impossible topic":
-            topic = CreatableTopic(rng.choice(["", "bad name", "x" * 250, TOPIC]), UUID(int=rng.getrandbits(128)), 1, 1)
+            name = rng.choice(["", "bad name", "x" * 250, TOPIC, None])
+            if name is None:  # a typo in the partition count: more records than one request may append
+                topic = CreatableTopic("typo", UUID(int=rng.getrandbits(128)), 2**31 - 1, 1)
+                return "the operator asks for 2147483647 partitions", CreateTopicsRequest([topic])
+            topic = CreatableTopic(name, UUID(int=rng.getrandbits(128)), 1, 1)
             return "the operator asks for an impossible topic", CreateTopicsRequest([topic])
         if kind == "impossible reassignment":
             target = rng.choice([[], [1, 1], [99]])

@@ -462,17 +462,17 @@ def deletion_unsets_leaders(original):
 def every_partition_on_the_first_brokers(original):
     """Placement by replication factor puts every partition on the lowest broker ids, not round robin."""
 
-    def create_topic(self, topic, first):
+    def plan_topic(self, topic, first, taken, room):
         ids = sorted(self.state.cluster.brokers)
         factor = topic.replication_factor
-        if topic.assignments or topic.num_partitions < 1 or not 1 <= factor <= len(ids):
-            return original(self, topic, first)
+        if topic.assignments or not 1 <= topic.num_partitions < room or not 1 <= factor <= len(ids):
+            return original(self, topic, first, taken, room)
         assignment_type = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
         assignments = tuple(assignment_type(partition_index=p, broker_ids=tuple(ids[:factor])) for p in range(topic.num_partitions))
-        error = original(self, _copy(topic, num_partitions=-1, replication_factor=-1, assignments=assignments), first)
-        return Error.INVALID_REPLICATION_FACTOR if error == Error.INVALID_REPLICA_ASSIGNMENT else error  # TOPIC-5's code
+        error, records = original(self, _copy(topic, num_partitions=-1, replication_factor=-1, assignments=assignments), first, taken, room)
+        return (Error.INVALID_REPLICATION_FACTOR if error == Error.INVALID_REPLICA_ASSIGNMENT else error), records  # TOPIC-5's code
 
-    return create_topic
+    return plan_topic
 
 
 # LOG-7
@@ -629,7 +629,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _mutant("reassignment-wrong-replica-order", "REASSIGN-4", Controller, "_start_reassignment", removing_replicas_go_last),
     # topics
     _mutant("delete-writes-partition-changes", "TOPIC-7", Controller, "_delete_topics", deletion_unsets_leaders),
-    _mutant("placement-not-round-robin", "TOPIC-4", Controller, "_create_topic", every_partition_on_the_first_brokers),
+    _mutant("placement-not-round-robin", "TOPIC-4", Controller, "_plan_topic", every_partition_on_the_first_brokers),
     # the metadata log: visibility, failover
     _mutant("responses-before-commit", "LOG-7", Controller, "_release", responses_before_commit),
     _mutant("reads-uncommitted-state", "LOG-8", Controller, "_list_reassignments", reads_see_uncommitted_state),
@@ -817,24 +817,27 @@ EDITS: tuple[Mutant, ...] = (
           "Deleting a topic with a reassignment in progress is refused."),
     # topics
     _edit("created-topic-id-withheld", "TOPIC-1", Controller, "_create_topics",
-          "topic_id=topic.topic_id if created else ZERO_UUID", "topic_id=ZERO_UUID",
+          "topic_id=topic.topic_id if records else ZERO_UUID", "topic_id=ZERO_UUID",
           "A created topic's result carries the zero topic id."),
-    _edit("illegal-topic-name-accepted", "TOPIC-2", Controller, "_create_topic",
+    _edit("illegal-topic-name-accepted", "TOPIC-2", Controller, "_plan_topic",
           " and set(name) <= _LEGAL_NAME_CHARS", "",
           "A topic name with characters outside [a-zA-Z0-9._-] is accepted."),
-    _edit("assignment-to-unregistered-broker-accepted", "TOPIC-3", Controller, "_create_topic",
+    _edit("assignment-to-unregistered-broker-accepted", "TOPIC-3", Controller, "_plan_topic",
           "or any(b not in brokers for b in replicas)", "or any(b < 0 for b in replicas)",
           "An explicit assignment naming an unregistered broker is accepted."),
-    _edit("new-partition-isr-holds-every-replica", "TOPIC-5", Controller, "_create_topic",
+    _edit("new-partition-isr-holds-every-replica", "TOPIC-5", Controller, "_plan_topic",
           "isrs = [tuple(b for b in replicas if self._eligible(b)) for replicas in assignment]",
           "isrs = [tuple(replicas) for replicas in assignment]",
           "A new partition's ISR is every replica, eligible or not."),
-    _edit("partition-records-in-reverse-order", "TOPIC-6", Controller, "_create_topic",
+    _edit("partition-records-in-reverse-order", "TOPIC-6", Controller, "_plan_topic",
           "in enumerate(zip(assignment, isrs, strict=True)):", "in reversed(list(enumerate(zip(assignment, isrs, strict=True)))):",
           "A created topic's PartitionRecords come in reverse index order."),
-    _edit("unequal-replica-counts-accepted", "TOPIC-9", Controller, "_create_topic",
+    _edit("unequal-replica-counts-accepted", "TOPIC-9", Controller, "_plan_topic",
           "if len({len(replicas) for replicas in by_index.values()}) != 1:", "if False:",
           "An explicit assignment whose partitions have different replica counts is accepted."),
+    _edit("records-of-earlier-topics-not-counted", "TOPIC-11", Controller, "_create_topics",
+          "room -= len(records)", "room -= 0",
+          "The records of a request's earlier topics do not count against its bound: two topics of 6,000 partitions are created."),
     _edit("delete-resolves-uncommitted-names", "TOPIC-10", Controller, "_delete_topics",
           "committed_id = replication.committed_topic_id(name)",
           "committed_id = replication.topics_by_name[name].topic_id if name in replication.topics_by_name else None",

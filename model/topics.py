@@ -1,4 +1,4 @@
-"""CreateTopics and DeleteTopics (TOPIC-1 to TOPIC-10)."""
+"""CreateTopics and DeleteTopics (TOPIC-1 to TOPIC-11)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from .rules import cite, reject
 from .state import ControllerState, MetadataImage
 
 MAX_TOPIC_NAME_LENGTH = 249
+MAX_RECORDS_PER_REQUEST = 10_000  # TOPIC-11, DEC-37: Kafka's bound on the records of one operation
 _LEGAL_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
@@ -43,7 +44,10 @@ def handle_create_topics(state: ControllerState, request: CreateTopicsRequest) -
     for topic in request.topics:
         first = topic.name not in seen
         seen.add(topic.name)
-        error, created = create_topic(image, state.leases, topic, first)
+        error, created = create_topic(image, state.leases, topic, first, MAX_RECORDS_PER_REQUEST - len(records))
+        if error is Error.POLICY_VIOLATION:  # TOPIC-11: the request is refused as a whole, nothing written
+            return Decision(records=(), response=CreateTopicsResponse(
+                tuple(CreatableTopicResult(t.name, ZERO_UUID, Error.POLICY_VIOLATION) for t in request.topics)))
         if created:
             image = replay_all(image, created)
             records.extend(created)
@@ -52,9 +56,10 @@ def handle_create_topics(state: ControllerState, request: CreateTopicsRequest) -
 
 
 def create_topic(
-    image: MetadataImage, leases: Leases, topic: CreatableTopic, first: bool
+    image: MetadataImage, leases: Leases, topic: CreatableTopic, first: bool, room: int = MAX_RECORDS_PER_REQUEST
 ) -> tuple[Error, list[Record]]:
-    """The error and records of one topic of a CreateTopics request."""
+    """The error and records of one topic of a CreateTopics request that may still append ``room``
+    records (TOPIC-11)."""
     if not is_legal_topic_name(topic.name):
         reject("TOPIC-2")
         return Error.INVALID_TOPIC_EXCEPTION, []
@@ -74,12 +79,18 @@ def create_topic(
 
     if topic.assignments:
         error, assignment = explicit_assignment(image, topic)
-        empty_isr_error = Error.INVALID_REPLICA_ASSIGNMENT
+        count, empty_isr_error = len(assignment), Error.INVALID_REPLICA_ASSIGNMENT
     else:
-        error, assignment = place_by_replication_factor(image, topic)
-        empty_isr_error = Error.INVALID_REPLICATION_FACTOR
+        error, assignment = placement_error(image, topic), []
+        count, empty_isr_error = topic.num_partitions, Error.INVALID_REPLICATION_FACTOR
     if error is not Error.NONE:
         return error, []
+    cite("TOPIC-11")  # DEC-37: counted before a partition is placed, so no request can ask for too many
+    if 1 + count > room:
+        reject("TOPIC-11")
+        return Error.POLICY_VIOLATION, []
+    if not topic.assignments:
+        error, assignment = place_by_replication_factor(image, topic)
 
     cite("TOPIC-5")
     partitions = []
@@ -113,16 +124,24 @@ def explicit_assignment(image: MetadataImage, topic: CreatableTopic) -> tuple[Er
     return Error.NONE, [by_index[i] for i in range(len(by_index))]
 
 
-def place_by_replication_factor(image: MetadataImage, topic: CreatableTopic) -> tuple[Error, list[tuple[int, ...]]]:
-    """TOPIC-4: round-robin over the registered brokers sorted by id, fenced ones included (DEC-26)."""
+def placement_error(image: MetadataImage, topic: CreatableTopic) -> Error:
+    """TOPIC-4's checks: at least one partition, and a replication factor the registered brokers allow."""
     cite("TOPIC-4")
-    brokers = sorted(image.brokers)
     if topic.num_partitions < 1:
         reject("TOPIC-4")
-        return Error.INVALID_PARTITIONS, []
-    if not 1 <= topic.replication_factor <= len(brokers):
+        return Error.INVALID_PARTITIONS
+    if not 1 <= topic.replication_factor <= len(image.brokers):
         reject("TOPIC-4")
-        return Error.INVALID_REPLICATION_FACTOR, []
+        return Error.INVALID_REPLICATION_FACTOR
+    return Error.NONE
+
+
+def place_by_replication_factor(image: MetadataImage, topic: CreatableTopic) -> tuple[Error, list[tuple[int, ...]]]:
+    """TOPIC-4: round-robin over the registered brokers sorted by id, fenced ones included (DEC-26)."""
+    error = placement_error(image, topic)
+    if error is not Error.NONE:
+        return error, []
+    brokers = sorted(image.brokers)
     n = len(brokers)
     return Error.NONE, [
         tuple(brokers[(p + j) % n] for j in range(topic.replication_factor)) for p in range(topic.num_partitions)

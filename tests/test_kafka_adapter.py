@@ -69,7 +69,7 @@ def test_kafka_reports_its_own_records_with_their_frames_and_the_trace_topic_ids
 
 
 def test_a_release_that_does_not_resolve_is_one_clear_line():
-    result = subprocess.run([sys.executable, "-m", "kraftspec.cli", "replay", str(kafka_expect.CORPUS),
+    result = subprocess.run([sys.executable, "-m", "kraftspec", "replay", str(kafka_expect.CORPUS),
                              "--adapter", "kafka:0.0.1"], capture_output=True, text=True, timeout=600)
     assert result.returncode == 2
     assert "Kafka 0.0.1 does not resolve from Maven Central" in result.stderr

@@ -36,6 +36,8 @@ from kraftspec.model.messages import (
     AlterIsrPartition,
     AlterIsrRequest,
     AlterIsrTopic,
+    CreatableTopic,
+    CreateTopicsRequest,
     Feature,
 )
 from kraftspec.spec import rules
@@ -511,6 +513,12 @@ def delete_resolves_uncommitted_names(c):
     c.create_topic("t", [[1]], commit=False)
     c.mark()
     c.delete_topics("t", commit=False)
+
+
+def records_of_earlier_topics_not_counted(c):
+    c.start_brokers(1)
+    c.mark()
+    c.request(CreateTopicsRequest([CreatableTopic(name, topic_id(name), 6000, 1) for name in ("a", "b")]))
 
 
 EDIT_WITNESSES = {

@@ -1,4 +1,4 @@
-"""Topic creation and deletion: TOPIC-1 to TOPIC-10."""
+"""Topic creation and deletion: TOPIC-1 to TOPIC-11."""
 
 from uuid import UUID
 
@@ -268,3 +268,33 @@ def test_topic_10_create_checks_names_against_the_in_memory_state(cluster):
     [free] = create(c, CreatableTopic("a", UUID(int=6), assignments=[ReplicaAssignment(0, [1])]))
     assert free.error_code == Error.NONE
     assert c.state.committed_image.topic_named("a").topic_id == UUID(int=6)
+
+
+def test_topic_11_one_request_appends_at_most_ten_thousand_records(cluster):
+    """TOPIC-11, DEC-37: as Kafka 4.4.0 does through the Kafka adapter: 9,999 partitions (10,000
+    records) are created; two topics of 6,000 partitions in one request, or one of 2**31 - 1, are
+    refused as a whole with POLICY_VIOLATION and nothing is written, at no more cost than one
+    partition (no partition is placed before the count)."""
+    c = cluster()
+    c.start_brokers(1)
+    before = len(c.state.batches)
+    results = create(c, by_count("a", 6000, 1), by_count("b", 6000, 1))
+    assert [(r.name, r.topic_id, r.error_code) for r in results] == [
+        ("a", UUID(int=0), Error.POLICY_VIOLATION), ("b", UUID(int=0), Error.POLICY_VIOLATION)]
+    assert len(c.state.batches) == before and c.state.image.topic_named("a") is None
+    assert "TOPIC-11" in c.results[-2].rejected_by
+    [huge] = create(c, by_count("huge", 2**31 - 1, 1))
+    assert huge.error_code == Error.POLICY_VIOLATION and len(c.state.batches) == before
+    [fits] = create(c, by_count("fits", 9999, 1))
+    assert fits.error_code == Error.NONE
+    assert c.partition("fits", 9998).replicas == (1,) and (topic_id("fits"), 9999) not in c.state.image.partitions
+
+
+def test_topic_11_an_invalid_topic_keeps_its_own_error_and_counts_nothing(cluster):
+    """TOPIC-11: a topic refused by its own checks appends nothing and is not counted; the check
+    comes after them (a huge partition count with a replication factor no broker set allows is
+    INVALID_REPLICATION_FACTOR, not POLICY_VIOLATION)."""
+    c = cluster()
+    c.start_brokers(1)
+    bad, fine = create(c, by_count("bad", 2**31 - 1, 2), by_count("fine", 9999, 1))
+    assert (bad.error_code, fine.error_code) == (Error.INVALID_REPLICATION_FACTOR, Error.NONE)
