@@ -28,8 +28,8 @@ def add_parser(commands) -> None:
     matrix.add_argument("--seeds", type=_seeds, default=range(0, 300),
                         help="the random walks: a seed N or a range FIRST:END (default 0:300)")
     matrix.add_argument("--steps", type=int, default=50, help="events per walk (default 50)")
-    matrix.add_argument("--levels", default="responses,records",
-                        help="comparison levels, comma-separated (default responses,records)")
+    matrix.add_argument("--levels", default="responses,state,records",
+                        help="comparison levels, comma-separated (default responses,state,records)")
     matrix.add_argument("--json", metavar="FILE", help="also write the results, trace by trace, as JSON")
 
 
