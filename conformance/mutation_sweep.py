@@ -24,7 +24,9 @@ or in its module and wherever another module of the repository imported it by na
 original goes back afterwards. No file is written. Then, with the mutant in place:
 
 * **corpus**: every trace under ``conformance/corpus/`` is replayed at level ``records``, against
-  :class:`~kraftspec.conformance.adapters.ImplAdapter` for a mutant of impl and against
+  :class:`~kraftspec.conformance.adapters.ImplAdapter` for a mutant of impl, then against impl with
+  its metadata log in a temporary directory, the new active controller of every failover opened
+  on that directory (the log's writes, snapshots and recovery), and against
   :class:`~kraftspec.conformance.adapters.ModelAdapter` for a mutant of the model;
 * **stateful**: the machine of ``tests/test_stateful.py`` (model and impl in lockstep, every
   invariant after every step) runs with a fixed, derandomized budget (:data:`DEFAULT_EXAMPLES`
@@ -41,7 +43,8 @@ The mutants are spread over worker processes (``jobs``, default 2). Each result 
 JSON Lines file as soon as it is known, with a fingerprint of everything it depends on (the
 mutated function's source, the corpus, the stateful tests, the budget): a run that stops, by its
 time budget or by a crash, is resumed by running it again, and only results whose fingerprint
-still matches are reused.
+still matches are reused. When only the corpus changed (a trace added), only the corpus check
+runs again: the stateful column is kept, as it does not depend on the corpus.
 
 Mutants judged *equivalent* (no input can tell them from the original) are listed, each with its
 reason, in ``conformance/mutation_equivalents.toml``; the report shows them as equivalent and
@@ -79,14 +82,18 @@ TARGETS = (
     "impl/controller.py", "impl/leases.py", "impl/builder.py", "impl/replication.py", "impl/cluster.py",
     "impl/state.py", "impl/journal.py",
     "model/registration.py", "model/heartbeat.py", "model/alter_isr.py", "model/reassignment.py",
-    "model/topics.py", "model/partitions.py", "model/membership.py", "model/log.py", "model/controller.py",
+    "model/topics.py", "model/partitions.py", "model/log.py", "model/controller.py",
     "model/replay.py",
 )
 """The files swept by default: impl's decisions and in-memory state, and the model's handlers.
 Not swept: impl/codec.py (a code generator: its functions run once, at import, and the codec is
-checked byte for byte by tests/test_impl_codec.py), impl/storage.py (the disk, which neither check
-touches: tests/test_impl_storage.py and test_impl_recovery.py), the message and record classes,
-and the model's invariants, framing, broker and tools (checkers and formats, not decisions)."""
+checked byte for byte by tests/test_impl_codec.py), impl/storage.py (the disk format and its
+recovery from damage: the corpus's replay on disk drives only its ordinary path, and
+tests/test_impl_storage.py, test_impl_recovery.py and test_torn_writes.py check the rest), the
+message and record classes,
+and the model's invariants, framing, broker and tools (checkers and formats, not decisions), and
+model/membership.py (two queries, for ``kraftspec explain`` and tests/test_leases.py, that no
+handler calls: nothing a controller does depends on them)."""
 
 EQUIVALENTS = Path(__file__).resolve().parent / "mutation_equivalents.toml"
 DEFAULT_EXAMPLES = 50
