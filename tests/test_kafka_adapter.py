@@ -94,3 +94,36 @@ def test_adapter_specs_are_read_or_refused():
 def test_the_expectation_file_is_sorted_json_with_a_cause_for_each_failure():
     text = kafka_expect.EXPECTED.read_text(encoding="utf-8")
     assert text == json.dumps(json.loads(text), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_a_jvm_that_dies_mid_trace_is_a_verdict_that_says_so():
+    import os
+    import signal
+
+    trace = walk(5, 40)
+    adapter = adapter_from_spec(f"kafka:{EXPECTED['kafka']}")
+    try:
+        adapter.start(trace.header.config)
+        adapter.step(trace.steps[0].event)
+        os.kill(adapter.pid, signal.SIGKILL)
+        with pytest.raises(Exception) as failure:
+            for step in trace.steps[1:]:
+                adapter.step(step.event)
+        assert type(failure.value).__name__ == "AdapterFailure"
+        assert "SIGKILL" in str(failure.value) or "signal 9" in str(failure.value)
+    finally:
+        adapter.shutdown()
+
+
+def test_a_request_kafka_cannot_read_is_an_error_naming_it_and_the_server_goes_on():
+    trace = walk(5, 10)
+    adapter = adapter_from_spec(f"kafka:{EXPECTED['kafka']}")
+    try:
+        adapter.start(trace.header.config)
+        strange = {"kind": "request", "api": "CreateTopics", "version": 0, "body": {"Topics": [{"Name": "t"}]}}
+        with pytest.raises(Exception, match="this CreateTopics request cannot be expressed as Kafka.s"):
+            adapter.step(strange)
+        adapter.start(trace.header.config)  # the same JVM takes the next trace
+        assert adapter.step(trace.steps[0].event)["seq"] == trace.steps[0].seq
+    finally:
+        adapter.shutdown()

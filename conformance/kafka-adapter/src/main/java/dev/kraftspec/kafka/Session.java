@@ -185,7 +185,17 @@ final class Session implements AutoCloseable {
             replyVersion = 0;
             reply = CompletableFuture.completedFuture(errorBody(api, 0, body, Errors.UNSUPPORTED_VERSION.code()));
         } else {
-            reply = switch (api) {
+            reply = translated(api, body, version);
+            reply = reply.exceptionally(e -> errorBody(api, version, body, ApiError.fromThrowable(unwrap(e)).error().code()));
+        }
+        pending.add(new Pending(seq, api, replyVersion, body, reply));
+        awaitQuiet();
+    }
+
+    /** The request handed to the controller; a body Kafka's messages cannot carry is named in the error. */
+    private CompletableFuture<JsonNode> translated(String api, JsonNode body, int version) throws Exception {
+        try {
+            return switch (api) {
                 case "BrokerRegistration" -> registerBroker(body, version);
                 case "BrokerHeartbeat" -> heartbeat(body, version);
                 case "UnregisterBroker" -> controller.unregisterBroker(context(ApiKeys.UNREGISTER_BROKER, 0),
@@ -198,10 +208,10 @@ final class Session implements AutoCloseable {
                 case "ListPartitionReassignments" -> listReassignments(body, version);
                 default -> throw new UnsupportedOperationException("request '" + api + "' is not known to this adapter");
             };
-            reply = reply.exceptionally(e -> errorBody(api, version, body, ApiError.fromThrowable(unwrap(e)).error().code()));
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException("this " + api + " request cannot be expressed as Kafka's ("
+                + e.getClass().getSimpleName() + ": " + e.getMessage() + "): " + body, e);
         }
-        pending.add(new Pending(seq, api, replyVersion, body, reply));
-        awaitQuiet();
     }
 
     private CompletableFuture<JsonNode> registerBroker(JsonNode body, int version) {
