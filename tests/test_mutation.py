@@ -39,6 +39,8 @@ from kraftspec.model.messages import (
     CreatableTopic,
     CreateTopicsRequest,
     Feature,
+    ReplicaAssignment,
+    ZERO_UUID,
 )
 from kraftspec.spec import rules
 
@@ -706,6 +708,38 @@ def unfencing_elects_only_where_it_is_in_sync(c):
     c.heartbeat(1)  # 1 unfenced, out of t's ISR: no election there
 
 
+def alter_isr_stale_leader_epoch(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.alter_isr(1, "t", [1], leader_epoch=c.partition("t").leader_epoch + 1)
+
+
+def alter_isr_names_a_broker_outside_the_replicas(c):
+    c.start_brokers(1, 2, 3)
+    a_topic_on(c, (1, 2))
+    c.alter_isr(1, "t", [1, 2, 3])  # 3 is registered and unfenced, but no replica
+
+
+def create_topics_at_the_name_limits(c):
+    c.start_brokers(1)
+    legal = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+    c.request(CreateTopicsRequest([
+        CreatableTopic("n" * 249, topic_id("long"), 1, 1),  # the longest name allowed
+        CreatableTopic(legal, topic_id("legal"), 1, 1),  # every legal character at once
+    ]))
+
+
+def create_topics_refusals_one_cause_each(c):
+    c.start_brokers(1)
+    c.request(CreateTopicsRequest([
+        CreatableTopic("zero", ZERO_UUID, 1, 1),  # only its id is wrong
+        CreatableTopic("both", topic_id("both"), 1, -1, [ReplicaAssignment(0, [1])]),  # a count and assignments
+        CreatableTopic("twice", topic_id("twice"), -1, -1, [ReplicaAssignment(0, [1]), ReplicaAssignment(0, [1])]),
+        CreatableTopic("a", topic_id("same"), 1, 1),
+        CreatableTopic("b", topic_id("same"), 1, 1),  # the id of the topic before it, in the same request
+    ]))
+
+
 def no_finalized_features(c):
     c.register(1, features=())
     c.heartbeat(1)
@@ -726,6 +760,20 @@ SWEEP_WITNESSES = {
     unfencing_elects_only_where_it_is_in_sync: (None, [(
         "Controller._unfence:2",
         "partition.leader == NO_LEADER and broker_id in partition.isr -> partition.leader == NO_LEADER or broker_id in partition.isr")]),
+    alter_isr_stale_leader_epoch: (None, [("Controller._alter_partition_isr:11", "return Error.FENCED_LEADER_EPOCH -> return None")]),
+    alter_isr_names_a_broker_outside_the_replicas: (None, [(
+        "Controller._alter_partition_isr:24", "any((b not in replicas for b in new_isr)) -> all((b not in replicas for b in new_isr))")]),
+    create_topics_at_the_name_limits: (None, [
+        ("Controller._plan_topic:6", "0 < len(name) <= MAX_TOPIC_NAME -> 0 < len(name) < MAX_TOPIC_NAME"),
+        ("Controller._plan_topic:10", "set(name) <= _LEGAL_NAME_CHARS -> set(name) < _LEGAL_NAME_CHARS")]),
+    create_topics_refusals_one_cause_each: (None, [
+        ("Controller._plan_topic:21", "topic.topic_id == ZERO_UUID or topic.topic_id in replication.topics or topic.topic_id in taken -> "
+                                      "topic.topic_id == ZERO_UUID and topic.topic_id in replication.topics and (topic.topic_id in taken)"),
+        ("Controller._plan_topic:27", "topic.num_partitions != -1 or topic.replication_factor != -1 -> "
+                                      "topic.num_partitions != -1 and topic.replication_factor != -1"),
+        ("Controller._plan_topic:38", "len(by_index) != len(topic.assignments) or sorted(by_index) != list(range(len(by_index))) -> "
+                                      "len(by_index) != len(topic.assignments) and sorted(by_index) != list(range(len(by_index)))"),
+        ("Controller._create_topics:12", "taken.add(topic.topic_id) -> pass")]),
     no_finalized_features: (Config(finalized_features=()), [("Controller.__init__:14", "0 -> 1"),
                                                             ("Controller.__init__:13", "self.committed_offset = 0 -> pass")]),
 }
