@@ -740,45 +740,70 @@ def create_topics_refusals_one_cause_each(c):
     ]))
 
 
+def refusals_reached_by_no_other_trace(c):
+    c.start_brokers(1, 2, 3)
+    a_topic_on(c, (1,))
+    c.request(CreateTopicsRequest([
+        CreatableTopic("u", topic_id("t"), 1, 1),  # the id of an existing topic
+        CreatableTopic("v", topic_id("v"), 0, 1),  # no partitions
+    ]))
+    c.reassign("t", [2, 3])  # 2 and 3 join, 1 leaves
+    c.alter_isr(1, "t", [1, 2])  # 2 in sync, 3 not yet
+    c.heartbeat(1, want_fence=True)  # 1 fenced: the ISR is [2], adding replicas only
+    c.reassign("t", None)  # cancelling would leave no replica in sync
+    c.delete_topics("t", commit=False)
+    c.delete_topics("t")  # committed, but removed by an uncommitted record
+
+
 def no_finalized_features(c):
     c.register(1, features=())
     c.heartbeat(1)
 
 
 SWEEP_WITNESSES = {
-    registration_offset_minus_two: (None, [("Controller._broker_registration:14", "1 -> 2")]),
+    registration_offset_minus_two: (None, [("impl/controller.py:Controller._broker_registration:14", "1 -> 2")]),
     registration_feature_below_zero: (None, [(
-        "Controller._broker_registration:18",
+        "impl/controller.py:Controller._broker_registration:18",
         "f.min_supported_version < 0 or f.min_supported_version > f.max_supported_version -> "
         "f.min_supported_version < 0 and f.min_supported_version > f.max_supported_version")]),
-    registration_retry_is_contact: (None, [("Controller._broker_registration:34", "self.leases.touch(broker_id, self.now_ms) -> pass")]),
-    heartbeat_offset_zero: (None, [("Controller._broker_heartbeat:13", "offset < 0 -> offset <= 0"),
-                                   ("Controller._broker_heartbeat:15", "0 -> 1")]),
-    alter_isr_after_a_completed_reassignment: (None, [("Controller._alter_isr:26", "continue -> break")]),
+    registration_retry_is_contact: (None, [("impl/controller.py:Controller._broker_registration:34", "self.leases.touch(broker_id, self.now_ms) -> pass")]),
+    heartbeat_offset_zero: (None, [("impl/controller.py:Controller._broker_heartbeat:13", "offset < 0 -> offset <= 0"),
+                                   ("impl/controller.py:Controller._broker_heartbeat:15", "0 -> 1")]),
+    alter_isr_after_a_completed_reassignment: (None, [("impl/controller.py:Controller._alter_isr:26", "continue -> break")]),
     another_cluster_and_session: (Config(cluster_id="AnotherClusterIdAAAAAA", session_timeout_ms=9_000),
-                                  [("Controller.__init__:1", "config or ControllerConfig() -> config and ControllerConfig()")]),
+                                  [("impl/controller.py:Controller.__init__:1", "config or ControllerConfig() -> config and ControllerConfig()")]),
     unfencing_elects_only_where_it_is_in_sync: (None, [(
-        "Controller._unfence:2",
+        "impl/controller.py:Controller._unfence:2",
         "partition.leader == NO_LEADER and broker_id in partition.isr -> partition.leader == NO_LEADER or broker_id in partition.isr")]),
-    alter_isr_stale_leader_epoch: (None, [("Controller._alter_partition_isr:11", "return Error.FENCED_LEADER_EPOCH -> return None")]),
+    alter_isr_stale_leader_epoch: (None, [("impl/controller.py:Controller._alter_partition_isr:11", "return Error.FENCED_LEADER_EPOCH -> return None")]),
     alter_isr_names_a_broker_outside_the_replicas: (None, [(
-        "Controller._alter_partition_isr:24", "any((b not in replicas for b in new_isr)) -> all((b not in replicas for b in new_isr))")]),
+        "impl/controller.py:Controller._alter_partition_isr:24", "any((b not in replicas for b in new_isr)) -> all((b not in replicas for b in new_isr))")]),
     create_topics_at_the_name_limits: (None, [
-        ("Controller._plan_topic:6", "0 < len(name) <= MAX_TOPIC_NAME -> 0 < len(name) < MAX_TOPIC_NAME"),
-        ("Controller._plan_topic:10", "set(name) <= _LEGAL_NAME_CHARS -> set(name) < _LEGAL_NAME_CHARS")]),
+        ("impl/controller.py:Controller._plan_topic:6", "0 < len(name) <= MAX_TOPIC_NAME -> 0 < len(name) < MAX_TOPIC_NAME"),
+        ("impl/controller.py:Controller._plan_topic:10", "set(name) <= _LEGAL_NAME_CHARS -> set(name) < _LEGAL_NAME_CHARS")]),
     create_topics_refusals_one_cause_each: (None, [
-        ("Controller._plan_topic:21", "topic.topic_id == ZERO_UUID or topic.topic_id in replication.topics or topic.topic_id in taken -> "
+        ("impl/controller.py:Controller._plan_topic:21", "topic.topic_id == ZERO_UUID or topic.topic_id in replication.topics or topic.topic_id in taken -> "
                                       "topic.topic_id == ZERO_UUID and topic.topic_id in replication.topics and (topic.topic_id in taken)"),
-        ("Controller._plan_topic:27", "topic.num_partitions != -1 or topic.replication_factor != -1 -> "
+        ("impl/controller.py:Controller._plan_topic:27", "topic.num_partitions != -1 or topic.replication_factor != -1 -> "
                                       "topic.num_partitions != -1 and topic.replication_factor != -1"),
-        ("Controller._plan_topic:38", "len(by_index) != len(topic.assignments) or sorted(by_index) != list(range(len(by_index))) -> "
+        ("impl/controller.py:Controller._plan_topic:38", "len(by_index) != len(topic.assignments) or sorted(by_index) != list(range(len(by_index))) -> "
                                       "len(by_index) != len(topic.assignments) and sorted(by_index) != list(range(len(by_index)))"),
-        ("Controller._create_topics:12", "taken.add(topic.topic_id) -> pass")]),
-    no_finalized_features: (Config(finalized_features=()), [("Controller.__init__:14", "0 -> 1"),
-                                                            ("Controller.__init__:13", "self.committed_offset = 0 -> pass")]),
+        ("impl/controller.py:Controller._create_topics:12", "taken.add(topic.topic_id) -> pass")]),
+    refusals_reached_by_no_other_trace: (None, [
+        ("model/topics.py:create_topic:13", "return (Error.INVALID_REQUEST, []) -> return None"),
+        ("model/topics.py:placement_error:4", "return Error.INVALID_PARTITIONS -> return None"),
+        ("model/topics.py:topic_to_delete:9", "return (Error.UNKNOWN_TOPIC_ID, ZERO_UUID) -> return None"),
+        ("model/reassignment.py:cancel_reassignment:6", "return (Error.INVALID_REPLICA_ASSIGNMENT, None) -> return None"),
+        ("impl/controller.py:Controller._plan_topic:25", "return (Error.INVALID_REQUEST, []) -> return None"),
+        ("impl/controller.py:Controller._plan_topic:58", "return (Error.INVALID_PARTITIONS, []) -> return None"),
+        ("impl/controller.py:Controller._delete_topics:18",
+         "results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.UNKNOWN_TOPIC_ID)) -> pass"),
+        ("impl/controller.py:Controller._cancel_reassignment:8", "return Error.INVALID_REPLICA_ASSIGNMENT -> return None")]),
+    no_finalized_features: (Config(finalized_features=()), [("impl/controller.py:Controller.__init__:14", "0 -> 1"),
+                                                            ("impl/controller.py:Controller.__init__:13", "self.committed_offset = 0 -> pass")]),
 }
-"""scenario: (its cluster's configuration, or None for the default; the impl/controller.py sweep
-mutants it kills, by function:index and change)"""
+"""scenario: (its cluster's configuration, or None for the default; the sweep mutants it kills, by
+id (file:function:index) and change)"""
 
 
 def sweep_witness(scenario) -> Trace:
@@ -795,14 +820,15 @@ def test_sweep_survivors_are_killed_by_their_corpus_witness(scenario):
     from kraftspec.conformance import mutation_sweep as ms
 
     trace = sweep_witness(scenario)
-    assert ms.run_corpus([("witness", trace)], "impl") is None, "unmutated impl must replay the witness exactly"
-    mutants = ms.mutants_of("impl/controller.py", ms.source_of("impl/controller.py"))
-    by_id = {m.id: m for m in mutants}
-    for name, change in SWEEP_WITNESSES[scenario][1]:
-        mutant = by_id.get(f"impl/controller.py:{name}")
-        assert mutant is not None and mutant.change == change, f"impl/controller.py:{name} is no longer {change}"
+    for package in ("impl", "model"):
+        assert ms.run_corpus([("witness", trace)], package) is None, f"unmutated {package} must replay the witness exactly"
+    named = SWEEP_WITNESSES[scenario][1]
+    by_id = {m.id: m for m in ms.generate({mutant_id.split(":", 1)[0] for mutant_id, _ in named})}
+    for mutant_id, change in named:
+        mutant = by_id.get(mutant_id)
+        assert mutant is not None and mutant.change == change, f"{mutant_id} is no longer {change}"
         with ms.applied(mutant):
-            assert ms.run_corpus([("witness", trace)], "impl") is not None, f"{mutant.describe()} survives its witness"
+            assert ms.run_corpus([("witness", trace)], mutant.package) is not None, f"{mutant.describe()} survives its witness"
     assert any(t.steps == trace.steps for _, t in corpus_traces(CORPUS)[0]), (
         f"{scenario.__name__} is not in {CORPUS}: add it with write_to_corpus")
 
