@@ -260,8 +260,8 @@ class FaultySimulation(Simulation):
         if kind == "impossible topic":
             name = rng.choice(["", "bad name", "x" * 250, TOPIC, None])
             if name is None:  # a typo in the partition count: more records than one request may append
-                topic = CreatableTopic("typo", UUID(int=rng.getrandbits(128)), 2**31 - 1, 1)
-                return "the operator asks for 2147483647 partitions", CreateTopicsRequest([topic])
+                topic = CreatableTopic("typo", UUID(int=rng.getrandbits(128)), 10_001, 1)
+                return "the operator asks for 10001 partitions", CreateTopicsRequest([topic])
             topic = CreatableTopic(name, UUID(int=rng.getrandbits(128)), 1, 1)
             return "the operator asks for an impossible topic", CreateTopicsRequest([topic])
         if kind == "impossible reassignment":

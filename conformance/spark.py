@@ -84,12 +84,11 @@ divergence columns are null for a trace that passes; ``trace`` (the JSON Lines) 
 def check_seed(seed: int, workload: Workload, adapter) -> dict[str, Any]:
     """Generate the seed's walk and replay it against ``adapter``: the trace's row."""
     from .generate import walk
-    from .replay import replay
 
     started = time.perf_counter()
     trace = walk(seed, workload.steps, workload.brokers, workload.partitions)
-    verdict = replay(trace, adapter, workload.level)
-    passed = level_verdicts(verdict, workload.level, lambda level: replay(trace, adapter, level).passed)
+    verdict = replayed(trace, adapter, workload.level)
+    passed = level_verdicts(verdict, workload.level, lambda level: replayed(trace, adapter, level).passed)
     params = trace.header.generator["params"]
     fired = Counter(_start_rules(trace.header.config)) + Counter(rule for step in trace.steps for rule in step.rules)
     keep = workload.keep_traces == "all" or (workload.keep_traces == "failing" and not verdict.passed)
@@ -105,6 +104,21 @@ def check_seed(seed: int, workload: Workload, adapter) -> dict[str, Any]:
         "rules": dict(fired), "seconds": time.perf_counter() - started,
         "trace": "\n".join(trace.lines()) + "\n" if keep else None,
     }
+
+
+def replayed(trace, adapter, level: str):
+    """The trace replayed against ``adapter``; a server that fails to start for it (killed after a
+    hang on the trace before, say) fails this trace at its first step instead of ending the task."""
+    from .adapters import AdapterFailure
+    from .replay import Divergence, Verdict, replay
+
+    try:
+        return replay(trace, adapter, level)
+    except AdapterFailure as failure:
+        first = trace.steps[0]
+        divergence = Divergence(first.n, first.event, "adapter", "a server that starts", str(failure), first.rules,
+                                first.rejected_by)
+        return Verdict(trace, None, adapter.name, level, 0, len(trace.steps), 0.0, divergence)
 
 
 def level_verdicts(verdict, asked: str, passes) -> dict[str, bool | None]:

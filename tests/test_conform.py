@@ -294,3 +294,22 @@ def test_the_report_links_each_rule_and_explains_the_rules_never_reached(tmp_pat
     assert re.search(r"REG-5</a> [^<]*: not reached by this run", page)
     assert re.search(r"LOG-13</a> [^<]*: not reachable by any event", page)
     assert "white-space:pre-wrap" in page  # long reports wrap instead of overflowing the page
+
+
+def test_a_server_that_fails_to_start_a_trace_fails_that_trace_not_the_task(tmp_path):
+    """A server that does not start a trace (it hung on the one before and was killed, or it refuses)
+    gives that trace a failed row at its first step, part adapter, and the next trace goes on."""
+    import sys
+
+    from kraftspec.conformance.generate import walk
+    from kraftspec.conformance.spark import replayed
+    from kraftspec.conformance.subprocess_adapter import SubprocessAdapter
+
+    script = tmp_path / "refuses.py"
+    script.write_text("import json, sys\n"
+                      "for line in sys.stdin:\n"
+                      "    print(json.dumps({'type': 'error', 'message': 'cannot start today'}), flush=True)\n")
+    with SubprocessAdapter([sys.executable, str(script)]) as server:
+        verdicts = [replayed(walk(seed, 10), server, "responses") for seed in (1, 2)]
+    assert [(v.passed, v.divergence.part, v.divergence.step) for v in verdicts] == [(False, "adapter", 0)] * 2
+    assert "cannot start today" in verdicts[0].report()
