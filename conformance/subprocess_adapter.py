@@ -75,8 +75,9 @@ def adapter_from_spec(spec: str):
     if spec == "kafka" or spec.startswith("kafka:"):
         from kraftspec.conformance import kafka  # builds Apache Kafka's adapter with Maven on first use
 
-        # A JVM that builds a controller per trace needs longer than the default on a loaded machine.
-        adapter = SubprocessAdapter(kafka.command(spec), timeout=60.0)
+        # Kafka answers in milliseconds, but a JVM that starts and builds a controller on a loaded
+        # machine can take several seconds; a controller that spins (it happens) is cut off after 20.
+        adapter = SubprocessAdapter(kafka.command(spec), timeout=20.0, start_timeout=60.0)
         adapter.spec = spec
         return adapter
     if spec.startswith(SPEC_PREFIX):
