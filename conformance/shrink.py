@@ -127,7 +127,7 @@ def failing_against(
         if verdict.divergence is None:  # not supported by the adapter: not a divergence to shrink
             return ("not supported", verdict.not_supported)
         found = signature(verdict.divergence)
-        if verdict.first_records is not None:  # keep the first cause too: where the records first part
+        if verdict.first_records is not None and signature is how_it_diverges:  # keep the first cause too
             first = verdict.first_records
             found = (found, ("records first differ at", first.event["kind"], first.event.get("api"),
                              record_difference(first.expected, first.actual).split(" at offset")[0]))
