@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from uuid import UUID
 
 import pytest
 
@@ -755,6 +756,43 @@ def refusals_reached_by_no_other_trace(c):
     c.delete_topics("t")  # committed, but removed by an uncommitted record
 
 
+def reassignment_listed_through_snapshot_delete_and_failover(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1,))
+    c.reassign("t", [1, 2])  # 2 joins, nobody leaves
+    c.list_reassignments()
+    c.snapshot()
+    c.failover()  # on disk, the new controller reads it back from the snapshot
+    c.list_reassignments()
+    c.delete_topics("t", commit=False)
+    c.list_reassignments()  # the committed state still has it
+    c.failover()  # the deletion is undone
+    c.list_reassignments()
+
+
+def listing_skips_topics_created_uncommitted(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1,))
+    c.reassign("t", [1, 2])
+    c.create_topic("u", [[1], [1]], commit=False)  # partitions with no committed image yet
+    c.list_reassignments()
+
+
+def topic_created_uncommitted_then_failover(c):
+    c.start_brokers(1)
+    c.create_topic("t", [[1]], commit=False)
+    c.failover()  # the topic is gone, and its id is free again
+    c.create_topic("t", [[1]])
+
+
+def committed_topics_in_name_order(c):
+    c.start_brokers(1)
+    c.request(CreateTopicsRequest([  # ids in the other order than names
+        CreatableTopic("a", UUID(int=2), -1, -1, [ReplicaAssignment(0, [1])]),
+        CreatableTopic("b", UUID(int=1), -1, -1, [ReplicaAssignment(0, [1])]),
+    ]))
+
+
 def no_finalized_features(c):
     c.register(1, features=())
     c.heartbeat(1)
@@ -799,6 +837,16 @@ SWEEP_WITNESSES = {
         ("impl/controller.py:Controller._delete_topics:18",
          "results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.UNKNOWN_TOPIC_ID)) -> pass"),
         ("impl/controller.py:Controller._cancel_reassignment:8", "return Error.INVALID_REPLICA_ASSIGNMENT -> return None")]),
+    reassignment_listed_through_snapshot_delete_and_failover: (None, [
+        ("impl/replication.py:ReplicationControl._index:7", "if partition.reassigning: ... -> if not partition.reassigning: ..."),
+        ("impl/replication.py:ReplicationControl._index:8", "self.reassigning.add(partition) -> pass"),
+        ("impl/replication.py:ReplicationControl._assign:30", "removing or adding -> removing and adding"),
+        ("impl/replication.py:ReplicationControl.committed_partitions:13", "key[0] == 'topic' -> key[0] != 'topic'"),
+        ("impl/replication.py:ReplicationControl.committed_partitions:14", "0 -> 1")]),
+    listing_skips_topics_created_uncommitted: (None, [
+        ("impl/replication.py:ReplicationControl.committed_partitions:28", "continue -> break")]),
+    topic_created_uncommitted_then_failover: (None, [("impl/replication.py:ReplicationControl.restore:8", "del self.topics[topic_id] -> pass")]),
+    committed_topics_in_name_order: (None, [("impl/replication.py:ReplicationControl.committed_partitions:41", "0 -> 1")]),
     no_finalized_features: (Config(finalized_features=()), [("impl/controller.py:Controller.__init__:14", "0 -> 1"),
                                                             ("impl/controller.py:Controller.__init__:13", "self.committed_offset = 0 -> pass")]),
 }
