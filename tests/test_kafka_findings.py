@@ -35,6 +35,10 @@ EXPECTED = {
     # traces guard the behaviour on 4.x.
     "kafka_14946_renounce_with_two_uncommitted_batches.jsonl": {BEFORE: "passed", AFTER: "passed"},
     "kafka_13841_registered_broker_tracked_after_failover.jsonl": {BEFORE: "passed", AFTER: "passed"},
+    # Found by kraftspec: Kafka registers broker -1 (REG-1 refuses it), which the replies show first;
+    # the stall that follows is checked below.
+    "kraftspec_negative_broker_id_stalls_placement.jsonl": {BEFORE: "failed at step 2 (replies)",
+                                                             AFTER: "failed at step 2 (replies)"},
 }
 
 
@@ -71,3 +75,26 @@ def test_each_finding_gives_its_recorded_outcome_on_kafka(version):
     finally:
         adapter.shutdown()
     assert observed == {name: by_version[version] for name, by_version in EXPECTED.items()}
+
+
+def test_a_registered_negative_broker_id_stalls_kafkas_controller_on_the_next_placement():
+    """The finding of kraftspec_negative_broker_id_stalls_placement.jsonl, event by event without
+    comparing: Kafka answers every event up to the CreateTopics, and never answers that one (its
+    event thread loops in the replica placer); the adapter's time limit ends it, and says so."""
+    from kraftspec.conformance import kafka
+    from kraftspec.conformance.subprocess_adapter import AdapterFailure, SubprocessAdapter
+
+    trace = read(FINDINGS / "kraftspec_negative_broker_id_stalls_placement.jsonl")
+    *before, last = trace.steps
+    # the model refused broker -1, so two brokers cannot hold three replicas: INVALID_REPLICATION_FACTOR
+    assert last.event["api"] == "CreateTopics" and last.replies[0]["body"]["Topics"][0]["ErrorCode"] == 38
+    server = SubprocessAdapter(kafka.command(f"kafka:{AFTER}"), timeout=5.0, start_timeout=60.0)
+    try:
+        server.start(trace.header.config)
+        for step in before:
+            server.step(step.event)
+        with pytest.raises(AdapterFailure, match="no answer within 5 s"):
+            server.step(last.event)
+    finally:
+        server.shutdown()
+

@@ -15,10 +15,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from kraftspec.conformance.targeted import Scenario, incarnation, scripted
+from kraftspec.conformance.targeted import Scenario, incarnation, scripted, topic_id
 from kraftspec.conformance.trace import Trace
 from kraftspec.model import Failover
-from kraftspec.model.messages import BrokerHeartbeatRequest, BrokerRegistrationRequest
+from kraftspec.model.messages import BrokerHeartbeatRequest, BrokerRegistrationRequest, CreatableTopic, CreateTopicsRequest
 from kraftspec.conformance.simulation import FEATURES
 
 
@@ -86,12 +86,27 @@ def registered_broker_tracked_after_failover() -> Scenario:
     return s.create_topic("t", [[1]])
 
 
+def negative_broker_id_then_placement() -> Scenario:
+    """Found by kraftspec (no JIRA known): a registration with broker id -1, then a CreateTopics by
+    replication factor. REG-1 refuses the id INVALID_REQUEST. Kafka registers broker -1, and the
+    CreateTopics then never gets an answer: the controller's event thread loops in its replica
+    placer, so the controller answers nothing more. Brokers 1 and 3 register, broker 1 is
+    unfenced, and a topic of one partition and replication factor 3 is asked for (which the model,
+    with two brokers, refuses INVALID_REPLICATION_FACTOR)."""
+    s = Scenario().register(1)
+    s.send(BrokerRegistrationRequest(-1, s.config.cluster_id, incarnation(200), features=FEATURES))
+    s.register(3)
+    s.heartbeat(1)
+    return s.send(CreateTopicsRequest([CreatableTopic("orders", topic_id("orders"), 1, 3)]))
+
+
 FINDINGS: dict[str, Callable[[], Scenario]] = {
     "kafka_19047_reregister_after_controlled_shutdown": reregister_after_controlled_shutdown,
     "kafka_19130_reregister_fenced_after_failover": reregister_fenced_after_failover,
     "kafka_18138_fenced_after_failover": fenced_after_failover,
     "kafka_14946_renounce_with_two_uncommitted_batches": renounce_with_two_uncommitted_batches,
     "kafka_13841_registered_broker_tracked_after_failover": registered_broker_tracked_after_failover,
+    "kraftspec_negative_broker_id_stalls_placement": negative_broker_id_then_placement,
 }
 """File name (without .jsonl) -> the scenario its trace is recorded from."""
 
