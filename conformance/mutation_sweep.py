@@ -103,7 +103,7 @@ MIN_TIMEOUT_S = 30.0
 MEMORY_LIMIT = 2 << 30  # bytes of address space a worker may use
 DEFAULT_RESULTS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kraftspec" / "mutation-sweep.jsonl"
 BOOKKEEPING = frozenset({"cite", "reject"})
-CORPUS_CHECK = "records; impl in memory, then on disk"  # part of the corpus fingerprint: change it with run_corpus
+CORPUS_CHECK = "records; impl in memory, then on disk; the model recorded again"  # part of the corpus fingerprint: change it with run_corpus
 
 
 # ---- generating mutants ------------------------------------------------------------------------
@@ -468,17 +468,43 @@ def _impl_on_disk():
     return ImplOnDisk
 
 
+def _rerecorded_differs(trace) -> str | None:
+    """What CI's corpus test asks of the model: each trace, recorded again from its events, is the
+    same, line for line (responses, records, committed state and the rules fired); the first
+    line that differs, or None."""
+    from .targeted import rerecorded
+
+    again = rerecorded(trace).lines()
+    expected = trace.lines()
+    for n, (line, was) in enumerate(zip(again, expected, strict=False)):
+        if line != was:
+            return f"line {n + 1} recorded again differs"
+    return None if len(again) == len(expected) else "recorded again, it has another length"
+
+
 def run_corpus(traces, package: str) -> tuple[str, str] | None:
-    """Replay the traces at level records against impl (``package`` impl: in memory, then with
-    its log on disk, recovered from it at every failover) or against the model; the first
-    divergence as (trace, what), or None."""
-    from .adapters import ImplAdapter, ModelAdapter
+    """The corpus against impl (``package`` impl: replayed at level records in memory, then with
+    its log on disk, recovered from it at every failover) or against the model (each trace
+    recorded again must be the same, rules fired included); the first divergence as (trace,
+    what), or None."""
+    from .adapters import ImplAdapter
     from .replay import replay
 
-    makes = (ImplAdapter, _impl_on_disk()) if package == "impl" else (ModelAdapter,)
+    if package != "impl":
+        for where, trace in traces:
+            try:
+                differs = _rerecorded_differs(trace)
+            except MutantTimeout:
+                raise
+            except Exception as crash:  # noqa: BLE001 - a broken model may raise anywhere: a kill
+                return where, f"crash: {_first_line(crash)}"
+            if differs:
+                return where, differs
+        return None
+    makes = (ImplAdapter, _impl_on_disk())
     for where, trace in traces:
         for make in makes:
-            on = "" if make in (ImplAdapter, ModelAdapter) else ", log on disk"
+            on = "" if make is ImplAdapter else ", log on disk"
             try:
                 verdict = replay(trace, make(), "records")
             except MutantTimeout:

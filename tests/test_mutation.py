@@ -892,3 +892,16 @@ def test_sweep_mutant_meets_impls_cache_empty():
            if m.qualname == "shared" and m.change.startswith("if found is not None:")]
     outcome = ms.check_mutant(m, ms.source_of(m.path), traces, 1, 120, stateful=False)
     assert outcome.corpus == "killed", outcome
+
+
+def test_sweep_corpus_check_of_the_model_compares_the_rules_fired():
+    """As CI's corpus test does, a model mutant that changes only which rules fire is killed."""
+    from kraftspec.conformance import mutation_sweep as ms
+
+    traces, _, _, _ = corpus_traces(CORPUS)
+    assert ms.run_corpus(traces, "model") is None
+    [m] = [m for m in ms.mutants_of("model/reassignment.py", ms.source_of("model/reassignment.py"))
+           if m.qualname == "start_reassignment" and m.change.startswith("if partition.is_reassigning:")]
+    with ms.applied(m):  # the branch only names REASSIGN-9
+        where, what = ms.run_corpus(traces, "model")
+    assert "recorded again differs" in what, what
