@@ -45,7 +45,8 @@ def add_parser(commands) -> None:
     conform.add_argument("--partitions", type=bounded("--partitions", 1, 50), default=None,
                          help="partitions per trace (default: drawn from each seed, 1 to 4; exhaustive: 1 to 2, default 2)")
     conform.add_argument("--adapter", default="impl",
-                         help="the system under test: impl (default), model, or subprocess:COMMAND (spec/protocol.md); "
+                         help="the system under test: impl (default), model, kafka or kafka:VERSION (Apache Kafka's controller; "
+                         "compare it with --level responses), or subprocess:COMMAND (spec/protocol.md); "
                          "with --exhaustive, none enumerates and checks the invariants without replaying")
     conform.add_argument("--level", choices=["responses", "state", "records"], default="records",
                          help="what to compare (default records: responses, committed state and exact records)")

@@ -127,7 +127,7 @@ def add_parsers(commands) -> None:
         "reported as FILE:LINE: FIELD: PROBLEM. Exit status 1 if any trace fails, 2 for bad input.",
     )
     replay.add_argument("traces", nargs="+", help="trace files, or directories of *.jsonl")
-    replay.add_argument("--adapter", default="impl", help="impl (default), model, or subprocess:COMMAND (spec/protocol.md)")
+    replay.add_argument("--adapter", default="impl", help="impl (default), model, kafka or kafka:VERSION (Apache Kafka's controller, built with Maven on first use), or subprocess:COMMAND (spec/protocol.md)")
     replay.add_argument("--level", choices=LEVELS, default="records", help="what to compare (default records; spec/traces.md)")
     replay.add_argument("--junit", metavar="PATH", help="also write the results as JUnit XML")
     replay.add_argument("--quiet", action="store_true", help="print only failures and the summary")
@@ -140,7 +140,7 @@ def add_parsers(commands) -> None:
         "to that regression corpus instead, whose README.md index is rewritten. Progress goes to standard error.",
     )
     shrink.add_argument("trace", help="the failing trace")
-    shrink.add_argument("--adapter", default="impl", help="the system under test: impl (default), model, or subprocess:COMMAND")
+    shrink.add_argument("--adapter", default="impl", help="the system under test: impl (default), model, kafka or kafka:VERSION, or subprocess:COMMAND")
     shrink.add_argument("--level", choices=LEVELS, default="records", help="the level at which it diverges (default records)")
     where = shrink.add_mutually_exclusive_group()
     where.add_argument("--out", metavar="DIR", default=SHRUNK_DIR,
