@@ -40,6 +40,7 @@ from kraftspec.model.messages import (
     CreatableTopic,
     CreateTopicsRequest,
     Feature,
+    ListedTopic,
     ReplicaAssignment,
     ZERO_UUID,
 )
@@ -793,6 +794,15 @@ def committed_topics_in_name_order(c):
     ]))
 
 
+def listing_some_topics_skips_the_others(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1,), name="b")
+    a_topic_on(c, (1,), name="t")
+    c.reassign("b", [1, 2])
+    c.reassign("t", [1, 2])
+    c.list_reassignments([ListedTopic("a", [0]), ListedTopic("t", [0])])  # a does not exist, b is not asked for
+
+
 def no_finalized_features(c):
     c.register(1, features=())
     c.heartbeat(1)
@@ -847,6 +857,9 @@ SWEEP_WITNESSES = {
         ("impl/replication.py:ReplicationControl.committed_partitions:28", "continue -> break")]),
     topic_created_uncommitted_then_failover: (None, [("impl/replication.py:ReplicationControl.restore:8", "del self.topics[topic_id] -> pass")]),
     committed_topics_in_name_order: (None, [("impl/replication.py:ReplicationControl.committed_partitions:41", "0 -> 1")]),
+    listing_some_topics_skips_the_others: (None, [
+        ("impl/controller.py:Controller._list_reassignments:15", "continue -> break"),
+        ("model/reassignment.py:handle_list_partition_reassignments:12", "continue -> break")]),
     no_finalized_features: (Config(finalized_features=()), [("impl/controller.py:Controller.__init__:14", "0 -> 1"),
                                                             ("impl/controller.py:Controller.__init__:13", "self.committed_offset = 0 -> pass")]),
 }
