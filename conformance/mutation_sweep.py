@@ -602,6 +602,7 @@ def reached_lines(paths: Iterable[str], traces, examples: int, stateful: bool) -
     def global_(frame, event, arg):
         return local if frame.f_code.co_filename in files else None
 
+    _forget_caches()  # else the lines that fill them would look unreached
     sys.settrace(global_)
     try:
         run_corpus(traces, "impl")

@@ -918,3 +918,14 @@ def test_sweep_corpus_check_of_the_model_compares_the_rules_fired():
     with ms.applied(m):  # the branch only names REASSIGN-9
         where, what = ms.run_corpus(traces, "model")
     assert "recorded again differs" in what, what
+
+
+def test_sweep_records_the_lines_that_fill_impls_cache_as_reached():
+    from kraftspec.conformance import mutation_sweep as ms
+
+    traces, _, _, _ = corpus_traces(CORPUS)
+    assert ms.run_corpus(traces, "impl") is None  # fills the cache, as the sweep's unmutated runs do
+    reached = ms.reached_lines(["impl/replication.py"], traces, 1, stateful=False)["impl/replication.py"]
+    source = ms.source_of("impl/replication.py").splitlines()
+    store = next(n for n, line in enumerate(source, 1) if line.strip() == "_BROKER_LISTS[brokers] = brokers")
+    assert store in reached
