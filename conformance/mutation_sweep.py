@@ -672,9 +672,18 @@ def _start_worker(traces, sources, examples, timeout, stateful) -> None:
 
 
 def _work(mutant: SweepMutant, stateful: bool = True) -> tuple[SweepMutant, Outcome]:
+    import faulthandler
+
     w = _worker
-    return mutant, check_mutant(mutant, w["sources"][mutant.path], w["traces"], w["examples"], w["timeout"],
-                                w["stateful"] and stateful)
+    # a watchdog for a mutant that outlives both checks' time limits (stuck where the alarm cannot
+    # interrupt it, or swallowing it): the worker exits, printing where it was, and the mutant is
+    # tried once more, then counted as a crash
+    faulthandler.dump_traceback_later(2 * w["timeout"] + 60, exit=True)
+    try:
+        return mutant, check_mutant(mutant, w["sources"][mutant.path], w["traces"], w["examples"], w["timeout"],
+                                    w["stateful"] and stateful)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 @frozen
