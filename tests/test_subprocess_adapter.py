@@ -192,9 +192,12 @@ def test_a_server_that_reports_fewer_levels_is_not_compared_at_a_higher_one(tmp_
         "    print('{\"type\":\"started\",\"protocol\":1,\"name\":\"terse\",\"levels\":[\"responses\"]}', flush=True)\n"
     )
     with SubprocessAdapter([sys.executable, str(script)], timeout=5.0, start_timeout=LAUNCH) as adapter:
-        with pytest.raises(AdapterFailure, match="reports levels responses; it cannot be compared at level 'state'"):
-            replay(walk(1, 5), adapter, "state")
+        verdict = replay(walk(1, 5), adapter, "state")  # reported as not supported, nothing compared
+        assert not verdict.passed and verdict.divergence is None and verdict.steps == 0
+        assert verdict.not_supported == "level state (it reports responses)"
         assert adapter.levels == ("responses",) and adapter.name == "terse"
+        with pytest.raises(AdapterFailure, match="reports levels responses; it cannot be compared at level 'state'"):
+            adapter.prepare(walk(1, 5), "state", [False] * 5)  # the adapter itself still refuses
 
 
 def test_a_server_chatty_on_stderr_does_not_block(tmp_path):
