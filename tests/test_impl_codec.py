@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kraftspec.spec.schemas import INT_RANGES
 from kraftspec.impl import codec
 from kraftspec.impl.codec import (
     CodecError,
@@ -53,13 +54,6 @@ IMPL = Path(__file__).resolve().parent.parent / "impl"
 
 # ---- values drawn from the schemas -------------------------------------------------
 
-INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "uint16": (0, 2**16 - 1),
-}
 FEW_UUIDS = [T, UUID(int=0), UUID(int=1)]  # repeated ids, as in a snapshot
 
 

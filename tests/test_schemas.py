@@ -21,13 +21,7 @@ REQUIRED_MESSAGE_KEYS = {"apiKey", "type", "name", "validVersions", "flexibleVer
 FIELD_KEYS = ["name", "type", "versions", "nullableVersions", "default", "mapKey", "entityType",
               "taggedVersions", "tag", "about", "fields"]
 
-INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "uint16": (0, 2**16 - 1),
-}
+INT_RANGES = schemas.INT_RANGES
 SCALAR_TYPES = set(INT_RANGES) | {"float64", "bool", "string", "bytes", "uuid"}
 SCALAR_ARRAY_TYPES = {"[]int32", "[]string"}
 STRUCT_ARRAY = re.compile(r"^\[\]([A-Z][A-Za-z0-9]*)$")
