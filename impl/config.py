@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kraftspec.spec.profiles import DEFAULT_PROFILE, Profile, profile_names
+from kraftspec.spec.profiles import profile as profile_named
+
 DEFAULT_CLUSTER_ID = "BzQ3d36UVz-6ojsUlsLasQ"
 _FEATURE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
@@ -19,8 +22,13 @@ class ControllerConfig:
     heartbeat_interval_ms: int = 3000
     session_timeout_ms: int = 18000
     finalized_features: tuple[tuple[str, int, int], ...] = field(default=(("metadata.format", 1, 1),))
+    profile: str = DEFAULT_PROFILE  # spec/profiles.toml: the behaviour this controller follows
+    params: Profile = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.profile not in profile_names():
+            raise ConfigError(f"unknown profile {self.profile!r}; the profiles are {', '.join(profile_names())}")
+        object.__setattr__(self, "params", profile_named(self.profile))
         for setting, value in (
             ("broker.heartbeat.interval.ms", self.heartbeat_interval_ms),
             ("broker.session.timeout.ms", self.session_timeout_ms),

@@ -17,6 +17,9 @@ from uuid import UUID
 import attrs
 from attrs import field, frozen
 
+from kraftspec.spec.profiles import DEFAULT_PROFILE, Profile, ProfileError, profile_names
+from kraftspec.spec.profiles import profile as profile_named
+
 from .messages import Request, Response
 from .records import NO_LEADER, BrokerEndpoint, BrokerFeature, Record
 
@@ -83,10 +86,12 @@ _FEATURE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 @frozen
 class Config:
-    """What the controller is configured with (CONF-1): the timings and the cluster.
+    """What the controller is configured with (CONF-1): the timings, the cluster, and the
+    behaviour profile it follows (profiles.toml).
 
-    ``finalized_features`` become the bootstrap records of the log (LOG-14).
-    Construction refuses values that break CONF-2 with a :class:`ConfigError`.
+    ``finalized_features`` become the bootstrap records of the log (LOG-14). ``params`` is the
+    profile's parameters. Construction refuses values that break CONF-2, and an unknown profile,
+    with a :class:`ConfigError`. :meth:`for_profile` gives a profile's default timings (DEC-12).
     """
 
     cluster_id: str = DEFAULT_CLUSTER_ID
@@ -96,8 +101,24 @@ class Config:
     finalized_features: tuple[FeatureRange, ...] = field(
         default=(FeatureRange("metadata.format", 1, 1),), converter=tuple
     )
+    profile: str = DEFAULT_PROFILE
+    params: Profile = field(init=False, eq=False, repr=False)
+
+    @classmethod
+    def for_profile(cls, profile: str = DEFAULT_PROFILE, **settings: Any) -> "Config":
+        """A configuration of ``profile`` with its default timings (DEC-12) unless ``settings`` name them."""
+        try:
+            interval, timeout = profile_named(profile).default_timings
+        except ProfileError as e:
+            raise ConfigError(str(e)) from None
+        settings.setdefault("heartbeat_interval_ms", interval)
+        settings.setdefault("session_timeout_ms", timeout)
+        return cls(profile=profile, **settings)
 
     def __attrs_post_init__(self) -> None:
+        if self.profile not in profile_names():
+            raise ConfigError(f"unknown profile {self.profile!r}; the profiles are {', '.join(profile_names())}")
+        object.__setattr__(self, "params", profile_named(self.profile))
         # CONF-2: a broker heartbeating on time must not lose its lease between heartbeats.
         if self.session_timeout_ms <= self.heartbeat_interval_ms:
             raise ConfigError(
