@@ -46,6 +46,7 @@ class Profile:
     fenced_registration_blocks: bool  # DEC-6
     shutdown_grant: str  # DEC-14
     reassignment_layout: str  # DEC-18
+    reassignment_completes: str  # DEC-18
     leader_epoch_on_replica_removal: bool  # DEC-17
     unregister_unknown_error: str  # DEC-35
     heartbeat_offset: str  # DEC-2
