@@ -25,7 +25,7 @@ _INTRO = f"""\
 # Behaviour profiles
 
 <!-- Generated from profiles.toml by spec/profiles_doc.py; do not edit by hand.
-     After changing profiles.toml (or a rule's or decision's title), run: {COMMAND} -->
+     After changing profiles.toml, run: {COMMAND} -->
 
 A *profile* is one complete behaviour of the specified controller. kraftspec has one set of rules,
 and a small number of points on which two readings of the controller differ; each such point is one
@@ -71,11 +71,6 @@ def _rule(rule_id: str) -> str:
     return f"[{rule_id}]({rule.file})" if rule else f"{rule_id} (not defined)"
 
 
-def _title(rule_id: str) -> str:
-    rule = rules().get(rule_id)
-    return rule.title if rule else ""
-
-
 def _rule_order() -> list[str]:
     """Every rule a parameter names, by area and then number (CONF-1, ..., LEASE-5, LEASE-8, ...)."""
     named = {rule_id for p in parameters() for rule_id in p.rules}
@@ -97,19 +92,20 @@ def _by_rule_section() -> list[str]:
         "## By rule",
         "",
         "Every rule whose outcome a parameter changes, by id, with the parameter, the decision that argues",
-        "it and its value in each profile. A rule that several parameters change has a row for each.",
+        "it and its value in each profile; each id links to the file that defines it. A rule that several",
+        "parameters change has a row for each.",
         "",
-        "| rule | title | parameter | decision | " + " | ".join(names) + " |",
-        "|---|---|---|---|" + "---|" * len(names),
+        "| rule | parameter | decision | " + " | ".join(names) + " |",
+        "|---|---|---|" + "---|" * len(names),
     ]
     for rule_id in _rule_order():
         first = True
         for p in parameters():
             if rule_id not in p.rules:
                 continue
-            rule_cells = f"{_rule(rule_id)} | {_cell(_title(rule_id))}" if first else " | "
+            rule_cell = _rule(rule_id) if first else ""
             values = " | ".join(_value(p.values[name]) for name in names)
-            lines.append(f"| {rule_cells} | [`{p.name}`](#{p.name}) | {_rule(p.decision)} | {values} |")
+            lines.append(f"| {rule_cell} | [`{p.name}`](#{p.name}) | {_rule(p.decision)} | {values} |")
             first = False
     return lines + [""]
 
@@ -121,9 +117,9 @@ def _parameter_section(p: Parameter) -> list[str]:
         "",
         f"*Question.* {p.question}",
         "",
-        f"*Decision.* {_rule(p.decision)}, {_title(p.decision)}.",
+        f"*Decision.* {_rule(p.decision)}.",
         "",
-        "*Rules.* " + "; ".join(f"{_rule(r)}, {_title(r)}" for r in p.rules) + ".",
+        "*Rules.* " + ", ".join(_rule(r) for r in p.rules) + ".",
         "",
         "*Choices.* " + ", ".join(_value(c) for c in p.choices) + ".",
         "",
