@@ -44,7 +44,20 @@ def topic_id(name: str) -> UUID:
 
 
 class Cluster:
-    def __init__(self, config: Config | None = None, now_ms: int = 0, check_invariants: bool = True):
+    """A cluster of the given configuration, or of ``profile``'s defaults (``Cluster(profile="kafka")``
+    is ``Cluster(Config.for_profile("kafka"))``)."""
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        now_ms: int = 0,
+        check_invariants: bool = True,
+        *,
+        profile: str | None = None,
+    ):
+        if profile is not None:
+            assert config is None or config.profile == profile, "a config and another profile"
+            config = config if config is not None else Config.for_profile(profile)
         self.state = initial_state(config, now_ms)
         self.replies: dict[int, object] = {}
         self.results: list[StepResult] = []
@@ -97,6 +110,14 @@ class Cluster:
     def epoch(self, broker_id: int) -> int:
         return self.state.image.brokers[broker_id].epoch
 
+    def caught_up_offset(self, log_end: int | None = None) -> int:
+        """The CurrentMetadataOffset of a broker that has applied the log up to ``log_end``
+        (default: the committed offset), in the profile's unit (DEC-2): the log end itself in
+        kip-631 (one more than the highest offset applied), the log end - 1 in kafka (the highest
+        offset applied)."""
+        log_end = self.state.committed_offset if log_end is None else log_end
+        return log_end if self.state.config.params.heartbeat_offset == "next-offset" else log_end - 1
+
     def heartbeat(
         self,
         broker_id: int,
@@ -108,11 +129,12 @@ class Cluster:
         version: int = 1,
         commit: bool = True,
     ):
-        """A heartbeat; by default caught up to the committed log and asking to be unfenced."""
+        """A heartbeat; by default caught up to the committed log (in the profile's unit, DEC-2)
+        and asking to be unfenced."""
         request = BrokerHeartbeatRequest(
             broker_id,
             self.epoch(broker_id) if epoch is None else epoch,
-            self.state.committed_offset if offset is None else offset,
+            self.caught_up_offset() if offset is None else offset,
             want_fence,
             want_shut_down,
             version,

@@ -32,11 +32,17 @@ def test_lease_2_heartbeat_response_fields_and_error_defaults():
     )
 
 
-def test_lease_3_heartbeat_from_an_unregistered_id_is_refused():
-    """LEASE-3, DEC-15: BROKER_ID_NOT_REGISTERED, nothing changes."""
+def test_lease_3_heartbeat_from_an_unregistered_id_gets_stale_broker_epoch():
+    """LEASE-3, DEC-15: STALE_BROKER_EPOCH (Kafka's code: no registration has that epoch); nothing changes."""
     c = Cluster()
-    assert c.request(BrokerHeartbeatRequest(4, 1, 1, False, False)).error_code == Error.BROKER_ID_NOT_REGISTERED
-    assert c.request(BrokerHeartbeatRequest(-4, 1, 1, False, False)).error_code == Error.BROKER_ID_NOT_REGISTERED
+    c.start_brokers(1)
+    c.unregister(1)
+    before = c.state
+    for broker_id in (4, -4, 1):  # never registered, never registrable, unregistered
+        response = c.request(BrokerHeartbeatRequest(broker_id, 1, 1, False, False))
+        assert (response.error_code, response.lowest_acknowledged_offset) == (Error.STALE_BROKER_EPOCH, -1)
+        assert c.records() == []
+    assert (c.state.image, c.state.leases) == (before.image, before.leases)
 
 
 def test_lease_4_heartbeat_with_another_epoch_is_refused_and_is_not_contact():
@@ -56,18 +62,19 @@ def test_lease_5_negative_metadata_offset_is_refused():
     assert c.heartbeat(1, offset=0, want_fence=True).error_code == Error.NONE
 
 
-def test_lease_6_a_lower_offset_than_before_is_ignored():
-    """LEASE-6, DEC-13: answered with the status as it stands; no contact, no change."""
+def test_lease_6_a_lower_offset_than_before_is_processed_like_any_other():
+    """LEASE-6, DEC-13: the heartbeat is contact, its offset is recorded as sent, and its flags act:
+    here its WantFence fences the broker."""
     c = Cluster()
     c.start_brokers(1)
     c.tick(1000)
     assert c.heartbeat(1, offset=c.state.committed_offset).error_code == Error.NONE
     c.tick(2000)
-    stale = c.heartbeat(1, offset=0, want_fence=True)  # a late copy: its WantFence must not fence
-    assert (stale.error_code, stale.is_fenced, stale.should_shut_down) == (Error.NONE, False, False)
-    assert stale.is_caught_up
-    assert c.state.leases[1].last_contact_ms == 1000
-    assert c.records() == []
+    lower = c.heartbeat(1, offset=0, want_fence=True)
+    assert "LEASE-6" in c.results[-2].rules
+    assert (lower.error_code, lower.is_fenced, lower.should_shut_down, lower.is_caught_up) == (Error.NONE, True, False, False)
+    assert (c.state.leases[1].last_contact_ms, c.state.leases[1].metadata_offset) == (2000, 0)
+    assert c.records() == [FenceBrokerRecord(1, c.epoch(1))]
 
 
 def test_lease_7_contact_renews_the_lease_for_fenced_and_unfenced_brokers():
@@ -162,18 +169,23 @@ def test_lease_13_an_active_broker_asking_for_nothing_stays_active():
 
 
 def test_lease_14_failover_gives_every_broker_a_fresh_session():
-    """LEASE-14, DEC-28: last contact = failover time; offsets and controlled shutdowns forgotten."""
-    c = Cluster()
+    """LEASE-14, DEC-28, DEC-6: last contact = failover time; offsets and controlled shutdowns
+    forgotten; a fenced broker holds no claim on its id until it is heard from (kafka profile, where
+    a controlled shutdown outlasts its first heartbeat)."""
+    c = Cluster(profile="kafka")
     c.start_brokers(1, 2)
+    c.register(3)  # fenced
     c.create_topic("t", assignment=[[1, 2]])
-    c.heartbeat(1, want_shut_down=True)  # in controlled shutdown (it cannot move leadership? 2 can)
-    c.tick(10_000)
+    c.heartbeat(1, want_shut_down=True)
+    assert c.state.leases[1].in_controlled_shutdown
+    c.tick(5_000)
     c.failover()
-    assert {b: (l.last_contact_ms, l.metadata_offset, l.in_controlled_shutdown) for b, l in c.state.leases.items()} == {
-        b: (10_000, -1, False) for b in c.state.image.brokers
-    }
-    c.tick(10_000 + 17_999)
+    leases = {b: (l.last_contact_ms, l.metadata_offset, l.in_controlled_shutdown, l.released) for b, l in c.state.leases.items()}
+    assert leases == {1: (5_000, -1, False, False), 2: (5_000, -1, False, False), 3: (5_000, -1, False, True)}
+    c.tick(5_000 + 9_000)  # the kafka profile's session timeout; it lapses only after it (DEC-7)
     assert not c.state.image.brokers[2].fenced
+    c.tick(5_000 + 9_001)
+    assert c.state.image.brokers[2].fenced
 
 
 def test_lease_15_fence_and_unfence_records_only_set_the_flag():
@@ -220,23 +232,25 @@ def test_lao_1_a_broker_not_heard_from_since_failover_counts_as_minus_one():
     assert c.heartbeat(1).lowest_acknowledged_offset == -1
 
 
-def test_lao_2_refused_and_ignored_heartbeats():
-    """LAO-2: -1 in a version 1 error; LAO-1's value in an ignored heartbeat."""
+def test_lao_2_refused_heartbeats_carry_minus_one_and_a_lower_offset_counts_as_sent():
+    """LAO-2: -1 in a version 1 error; LAO-1, DEC-13: a lower offset is recorded, and counted, as sent."""
     c = Cluster()
     c.start_brokers(1)
     assert c.heartbeat(1, epoch=999).lowest_acknowledged_offset == -1
     c.heartbeat(1, offset=c.state.committed_offset)
-    ignored = c.heartbeat(1, offset=0)
-    assert ignored.lowest_acknowledged_offset == c.state.leases[1].metadata_offset
+    lower = c.heartbeat(1, offset=0)
+    assert lower.lowest_acknowledged_offset == c.state.leases[1].metadata_offset == 0
 
 
 def test_mem_1_membership_states_and_visibility():
-    """MEM-1: unregistered, fenced, active, in controlled shutdown; only unfenced brokers are visible."""
-    c = Cluster()
+    """MEM-1, DEC-14: unregistered, fenced, active, in controlled shutdown; only unfenced brokers are
+    visible. The kafka profile shows the controlled shutdown state past a heartbeat: broker 1 waits
+    there for broker 2 to apply the records that moved its leadership."""
+    c = Cluster(profile="kafka")
     c.start_brokers(1, 2)
     c.register(3)
     c.create_topic("solo", assignment=[[1]])
-    c.heartbeat(1, want_shut_down=True)  # its only leadership cannot move: it stays in controlled shutdown
+    c.heartbeat(1, want_shut_down=True)
     assert [membership(c.state, b) for b in (1, 2, 3, 4)] == [
         Membership.CONTROLLED_SHUTDOWN,
         Membership.ACTIVE,
@@ -247,14 +261,16 @@ def test_mem_1_membership_states_and_visibility():
 
 
 def test_mem_2_every_membership_transition():
-    """MEM-2: the transition table, walked edge by edge."""
-    c = Cluster(Config(session_timeout_ms=1000, heartbeat_interval_ms=100))
+    """MEM-2, DEC-14, DEC-7: the transition table, walked edge by edge (kafka profile, the one where
+    a broker stays in controlled shutdown past the heartbeat that asks; its leases lapse a
+    millisecond after their deadline)."""
+    c = Cluster(Config.for_profile("kafka", session_timeout_ms=1000, heartbeat_interval_ms=100))
     seen = [membership(c.state, 1)]
     c.register(1)  # REG-6
     seen.append(membership(c.state, 1))
     c.heartbeat(1)  # LEASE-10
     seen.append(membership(c.state, 1))
-    c.tick(1000)  # LEASE-8
+    c.tick(1001)  # LEASE-8
     seen.append(membership(c.state, 1))
     c.heartbeat(1)
     c.heartbeat(1, want_fence=True)  # LEASE-12
@@ -262,12 +278,15 @@ def test_mem_2_every_membership_transition():
     c.start_brokers(2)
     c.heartbeat(1)
     c.create_topic("solo", assignment=[[1]])
-    c.heartbeat(1, want_shut_down=True)  # SHUT-1: cannot move its only leadership
+    c.heartbeat(1, want_shut_down=True)  # SHUT-1: it led solo, so it waits for broker 2 to catch up
     seen.append(membership(c.state, 1))
-    c.reassign("solo", [1, 2])
-    c.alter_isr(1, "solo", [1, 2])  # now broker 2 can take over
-    c.heartbeat(1, want_shut_down=True)  # SHUT-3
+    c.heartbeat(2)  # broker 2 applies the shutdown's records
+    for _ in range(2):  # SHUT-3: let go at a heartbeat once every active broker has applied them
+        if c.heartbeat(1, want_shut_down=True).should_shut_down:
+            break
     seen.append(membership(c.state, 1))
+    assert c.heartbeat(2, want_shut_down=True).should_shut_down  # SHUT-3: broker 2 leads nothing,
+    assert membership(c.state, 2) == Membership.FENCED  # so it goes from active straight to fenced
     c.unregister(1)  # UNREG-2
     seen.append(membership(c.state, 1))
     assert [m.value for m in seen] == [

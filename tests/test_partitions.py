@@ -52,15 +52,20 @@ def test_part_2_change_replay_counts_epochs():
 
 
 def test_part_3_who_may_become_leader_and_who_stays_leader():
-    """PART-3, DEC-14: controlled shutdown stops new leaderships but does not end one."""
-    c = Cluster()
+    """PART-3, SHUT-2, DEC-14: a broker in controlled shutdown may not become leader; staying leader
+    asks only for the ISR, a registration and no fencing, and SHUT-2 has the broker give up every
+    leadership when it enters controlled shutdown (kafka profile, where that state outlasts the
+    heartbeat that asks)."""
+    c = Cluster(profile="kafka")
     c.start_brokers(1, 2)
     c.register(3)
     c.create_topic("solo", assignment=[[1]])
     c.heartbeat(1, want_shut_down=True)
+    assert c.state.leases[1].in_controlled_shutdown and not c.leads(1)
     image, leases = c.state.image, c.state.leases
     assert [is_eligible_leader(image, leases, b) for b in (1, 2, 3, 4)] == [False, True, False, False]
-    assert stays_leader(image, 1, (1,)) and not stays_leader(image, 3, (3,)) and not stays_leader(image, 1, (2,))
+    assert stays_leader(image, 1, (1,)) and stays_leader(image, 2, (2,))
+    assert not stays_leader(image, 3, (3,)) and not stays_leader(image, 1, (2,)) and not stays_leader(image, 4, (4,))
 
 
 def test_part_4_election_picks_the_first_eligible_in_sync_replica_and_keeps_a_leader_that_stays():
@@ -133,17 +138,24 @@ def test_part_7_unfencing_elects_where_the_broker_is_the_sole_in_sync_replica_an
     assert c.partition("shared").isr == (2,)  # not re-added: only the leader may do that
 
 
-def test_part_8_unregistering_removes_the_broker_from_every_list():
-    """PART-8, DEC-20: the ISR may become empty; a partition of only that broker has no replicas left."""
+def test_part_8_unregistering_leaves_isrs_and_leaderships_but_stays_in_replicas():
+    """PART-8, DEC-20, DEC-8: the broker leaves every ISR but as its sole member, and every
+    leadership; it stays in Replicas, so that the same id registering again recovers (PART-7)."""
     c = Cluster()
     c.start_brokers(1, 2)
     c.create_topic("gone", assignment=[[1]])
     c.create_topic("stale", assignment=[[1, 2]])
+    c.create_topic("shared", assignment=[[1, 2]])
     c.alter_isr(1, "stale", [1])  # 2 out of sync
     c.unregister(1)
-    gone, stale = c.partition("gone"), c.partition("stale")
-    assert (gone.replicas, gone.isr, gone.leader) == ((), (), -1)
-    assert (stale.replicas, stale.isr, stale.leader) == ((2,), (), -1)
+    gone, stale, shared = c.partition("gone"), c.partition("stale"), c.partition("shared")
+    assert (gone.replicas, gone.isr, gone.leader) == ((1,), (1,), -1)
+    assert (stale.replicas, stale.isr, stale.leader) == ((1, 2), (1,), -1)
+    assert (shared.replicas, shared.isr, shared.leader) == ((1, 2), (2,), 2)
+    c.register(1, generation=1)
+    c.heartbeat(1)  # unfenced: it leads where it is the sole in-sync replica again
+    assert [(c.partition(n).leader, c.partition(n).isr) for n in ("gone", "stale", "shared")] == [
+        (1, (1,)), (1, (1,)), (2, (2,))]
 
 
 # ---- ISR ----------------------------------------------------------------------------
@@ -243,16 +255,19 @@ def test_isr_9_an_accepted_change_is_written_and_answered_with_the_result():
     assert (grow.isr, grow.leader_epoch, grow.partition_epoch) == ((3, 2, 1), 0, 2)
 
 
-def test_isr_9_a_leader_in_controlled_shutdown_can_still_change_its_isr():
-    """ISR-9, PART-3: it stays leader."""
-    c = Cluster()
+def test_isr_5_a_broker_in_controlled_shutdown_leads_nothing_so_it_cannot_change_an_isr():
+    """ISR-5, SHUT-2, DEC-14 (kafka profile, where the state outlasts a heartbeat): entering
+    controlled shutdown it gave up its leadership, so its AlterIsr is refused."""
+    c = Cluster(profile="kafka")
     c.start_brokers(1)
     c.register(2)
     c.create_topic("t", assignment=[[1, 2]])
     c.heartbeat(2)
-    c.heartbeat(1, want_shut_down=True)  # cannot move: 2 is not in sync
-    assert one(c.alter_isr(1, "t", [1, 2])).error_code == Error.NONE
-    assert c.partition("t").leader == 1
+    c.heartbeat(1, want_shut_down=True)  # nobody else in sync: leadership given up
+    assert c.state.leases[1].in_controlled_shutdown
+    assert (c.partition("t").leader, c.partition("t").isr) == (-1, (1,))
+    assert one(c.alter_isr(1, "t", [1, 2])).error_code == Error.NOT_LEADER_OR_FOLLOWER
+    assert (c.partition("t").leader, c.partition("t").isr) == (-1, (1,))
 
 
 def test_isr_10_a_change_that_removes_the_requester_answers_fenced_leader_epoch():

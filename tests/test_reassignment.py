@@ -120,14 +120,21 @@ def test_reassign_6_completes_only_when_every_adding_replica_is_in_sync():
     assert (p.replicas, p.isr, p.leader, p.is_reassigning) == ((1, 4, 5), (1, 4, 5), 1, False)
 
 
-def test_reassign_6_unregistering_an_adding_replica_can_complete_it():
-    """REASSIGN-6 through PART-8."""
+def test_reassign_6_unregistering_an_adding_replica_leaves_the_reassignment_waiting_for_it():
+    """REASSIGN-6, PART-8, DEC-20: the unregistered broker stays in Replicas and AddingReplicas, so the
+    reassignment completes once the same id is back and in sync."""
     c = five_brokers()
     c.reassign("t", [1, 2, 3, 4, 5])
     c.alter_isr(1, "t", [1, 2, 3, 4])
     c.unregister(5)
     p = c.partition("t")
-    assert (p.replicas, p.isr, p.is_reassigning) == ((1, 2, 3, 4), (1, 2, 3, 4), False)
+    assert (p.replicas, p.adding_replicas, p.isr, p.is_reassigning) == ((1, 2, 3, 4, 5), (4, 5), (1, 2, 3, 4), True)
+    assert c.alter_isr(1, "t", [1, 2, 3, 4, 5]).topics[0].partitions[0].error_code == Error.INELIGIBLE_REPLICA
+    c.register(5, generation=1)
+    c.heartbeat(5)
+    c.alter_isr(1, "t", [1, 2, 3, 4, 5])
+    p = c.partition("t")
+    assert (p.replicas, p.isr, p.is_reassigning) == ((1, 2, 3, 4, 5), (1, 2, 3, 4, 5), False)
 
 
 def test_reassign_7_the_completing_isr_is_pruned_and_answered():

@@ -145,15 +145,19 @@ def test_topic_3_an_explicit_assignment_keeps_its_order_and_may_name_fenced_brok
     assert (p.replicas, p.isr, p.leader) == ((3, 2, 1), (2, 1), 2)
 
 
-def test_topic_4_round_robin_over_registered_brokers_fenced_included():
-    """TOPIC-4, DEC-26: the seed's rolling-upgrade example: RF 3 with one of three brokers down."""
+def test_topic_4_round_robin_over_unfenced_brokers_first():
+    """TOPIC-4, DEC-26: the seed's rolling-upgrade example: RF 3 with one of three brokers down. The
+    unfenced brokers round-robin by id; the fenced one fills only the place they cannot."""
     c = Cluster()
     c.start_brokers(1, 2)
     c.register(3)  # down for its upgrade: registered, fenced
     [r] = create(c, by_count("t", 3, 3))
     assert r.error_code == Error.NONE
-    assert [c.partition("t", i).replicas for i in range(3)] == [(1, 2, 3), (2, 3, 1), (3, 1, 2)]
+    assert [c.partition("t", i).replicas for i in range(3)] == [(1, 2, 3), (2, 1, 3), (1, 2, 3)]
     assert [c.partition("t", i).isr for i in range(3)] == [(1, 2), (2, 1), (1, 2)]
+    [two] = create(c, by_count("u", 3, 2))
+    assert two.error_code == Error.NONE
+    assert [c.partition("u", i).replicas for i in range(3)] == [(1, 2), (2, 1), (1, 2)]
 
 
 def test_topic_4_counts_and_factors_out_of_range():
@@ -168,15 +172,20 @@ def test_topic_4_counts_and_factors_out_of_range():
 
 
 def test_topic_5_a_partition_with_no_eligible_replica_fails_its_topic():
-    """TOPIC-5."""
+    """TOPIC-5, TOPIC-4, DEC-26: an explicit assignment may leave a partition with no eligible
+    replica; placement by replication factor never does, and asks for an unfenced broker."""
     c = Cluster()
     c.start_brokers(1)
     c.register(2)
     [explicit] = create(c, CreatableTopic("a", topic_id("a"), assignments=[ReplicaAssignment(0, [1]), ReplicaAssignment(1, [2])]))
     assert explicit.error_code == Error.INVALID_REPLICA_ASSIGNMENT
     assert c.records() == []
-    [counted] = create(c, by_count("b", 2, 1))  # partition 1 lands on fenced broker 2 alone
-    assert counted.error_code == Error.INVALID_REPLICATION_FACTOR
+    [counted] = create(c, by_count("b", 2, 1))  # both partitions on unfenced broker 1
+    assert counted.error_code == Error.NONE
+    assert [(c.partition("b", i).replicas, c.partition("b", i).isr) for i in range(2)] == [((1,), (1,))] * 2
+    c.heartbeat(1, want_fence=True)  # no unfenced broker left
+    [none] = create(c, by_count("c", 1, 1))
+    assert none.error_code == Error.INVALID_REPLICATION_FACTOR and c.records() == []
 
 
 def test_topic_6_a_topic_is_a_topic_record_then_its_partition_records():

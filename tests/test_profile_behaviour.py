@@ -1,0 +1,573 @@
+"""The two behaviour profiles side by side: for every parameter of spec/profiles.toml, one scenario
+run under kip-631 and under kafka, each asserting its own profile's outcome; then the defect fixes
+of DEC-14, DEC-20, DEC-26 and DEC-6 (each a scenario the model before them got wrong), and the
+changes both profiles share (PART-4 during a reassignment, LEASE-3, DEC-13), in both profiles.
+
+tests/test_profiles.py checks the table itself; this file checks that the model behaves as it says.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cluster import Cluster, topic_id
+from kraftspec.model import Config, Error
+from kraftspec.model.membership import Membership, membership
+from kraftspec.model.messages import BrokerHeartbeatRequest, CreatableTopic, CreateTopicsRequest
+from kraftspec.model.records import NO_LEADER_CHANGE, FenceBrokerRecord, PartitionChangeRecord
+from kraftspec.spec.profiles import parameters
+
+PROFILES = ("kip-631", "kafka")
+KIP_631, KAFKA = PROFILES
+
+each_profile = pytest.mark.parametrize("profile", PROFILES)
+
+
+def cluster(profile: str, *brokers: int) -> Cluster:
+    """A cluster of ``profile``'s defaults with ``brokers`` registered and unfenced."""
+    c = Cluster(profile=profile)
+    c.start_brokers(*brokers)
+    return c
+
+
+def create(c: Cluster, name: str, partitions: int, replication_factor: int):
+    [result] = c.request(CreateTopicsRequest([CreatableTopic(name, topic_id(name), partitions, replication_factor)])).topics
+    return result
+
+
+def state_of(c: Cluster, name: str, index: int = 0) -> tuple:
+    p = c.partition(name, index)
+    return p.replicas, p.isr, p.leader
+
+
+# ---- lease_lapses (DEC-7) -------------------------------------------------------------------------
+
+
+@each_profile
+def test_lease_8_dec_7_a_lease_lapses_at_its_deadline_in_kip_631_and_a_millisecond_later_in_kafka(profile):
+    """LEASE-8, INV-10, DEC-7: kip-631 fences at last contact + session timeout; kafka keeps the
+    session valid through that instant and fences one millisecond later."""
+    c = cluster(profile, 1)
+    deadline = c.state.leases[1].deadline(c.state.config.session_timeout_ms)
+    c.tick(deadline - 1)
+    assert not c.state.image.brokers[1].fenced
+    at_deadline = c.tick(deadline)
+    fenced_at_deadline = [r for b in at_deadline.batches for r in b.records]
+    if profile == KIP_631:
+        assert fenced_at_deadline == [FenceBrokerRecord(1, c.epoch(1))]
+    else:
+        assert fenced_at_deadline == [] and not c.state.image.brokers[1].fenced
+        after = c.tick(deadline + 1)
+        assert [r for b in after.batches for r in b.records] == [FenceBrokerRecord(1, c.epoch(1))]
+    assert c.state.image.brokers[1].fenced
+
+
+@each_profile
+def test_reg_4_dec_7_another_incarnation_may_register_at_the_deadline_in_kip_631_and_only_after_it_in_kafka(profile):
+    """REG-4, DEC-7: the old incarnation's claim ends when its lease lapses, at the deadline or a
+    millisecond after it, as the profile says."""
+    c = cluster(profile, 1)
+    deadline = c.state.leases[1].deadline(c.state.config.session_timeout_ms)
+    c.tick(deadline)
+    at_deadline = c.register(1, generation=1).error_code
+    if profile == KIP_631:
+        assert at_deadline == Error.NONE
+    else:
+        assert at_deadline == Error.DUPLICATE_BROKER_REGISTRATION and c.records() == []
+        c.tick(deadline + 1)
+        assert c.register(1, generation=1).error_code == Error.NONE
+    assert c.state.image.brokers[1].fenced and c.epoch(1) > 0
+
+
+# ---- registration_is_contact (DEC-6) -----------------------------------------------------------------
+
+
+@each_profile
+def test_reg_4_dec_6_a_new_registration_claims_its_id_in_kip_631_and_only_from_its_first_heartbeat_in_kafka(profile):
+    """REG-4, LEASE-7, DEC-6: in kip-631 a registration is contact, so a registered broker that has not
+    yet heartbeat keeps another incarnation out; in kafka it holds no claim until it heartbeats."""
+    c = Cluster(profile=profile)
+    c.register(1)
+    c.advance(1000)
+    second = c.register(1, generation=1)
+    if profile == KIP_631:
+        assert second.error_code == Error.DUPLICATE_BROKER_REGISTRATION
+        return
+    assert second.error_code == Error.NONE
+    c.heartbeat(1)  # the new incarnation's first heartbeat: now it claims the id
+    c.advance(1000)
+    assert c.register(1, generation=2).error_code == Error.DUPLICATE_BROKER_REGISTRATION
+
+
+@each_profile
+def test_reg_3_dec_6_a_retried_registration_renews_the_lease_in_kip_631_and_changes_nothing_in_kafka(profile):
+    """REG-3, LEASE-7, DEC-6: an active broker that only retries its registration keeps its lease in
+    kip-631; in kafka the retry renews nothing and the lease lapses as if it were silent."""
+    c = cluster(profile, 1)
+    timeout = c.state.config.session_timeout_ms
+    c.tick(timeout - 1000)
+    retry = c.register(1)
+    assert (retry.error_code, retry.broker_epoch) == (Error.NONE, c.epoch(1))
+    c.tick(timeout + 1)
+    if profile == KIP_631:
+        assert c.state.leases[1].last_contact_ms == timeout - 1000
+        assert not c.state.image.brokers[1].fenced
+    else:
+        assert c.state.leases[1].last_contact_ms == 0
+        assert c.state.image.brokers[1].fenced
+
+
+# ---- shutdown_grant (DEC-14) ---------------------------------------------------------------------
+
+
+@each_profile
+def test_shut_3_dec_14_a_leader_is_let_go_in_the_heartbeat_that_asks_in_kip_631_and_on_a_later_one_in_kafka(profile):
+    """SHUT-2, SHUT-3, DEC-14: both profiles move the leadership in the first heartbeat; kip-631 fences
+    the broker in that same batch and answers ShouldShutDown; kafka answers false, notes the batch's
+    last offset, and lets the broker go (a FenceBrokerRecord alone) once the active brokers have
+    applied it."""
+    c = cluster(profile, 1, 2)
+    c.create_topic("pair", assignment=[[1, 2]])
+    first = c.heartbeat(1, want_shut_down=True)
+    pair = c.partition("pair").topic_id
+    move = PartitionChangeRecord(0, pair, isr=(2,), leader=2)
+    if profile == KIP_631:
+        assert (first.should_shut_down, first.is_fenced) == (True, True)
+        assert c.records() == [move, FenceBrokerRecord(1, c.epoch(1))]
+        return
+    assert (first.should_shut_down, first.is_fenced) == (False, False)
+    assert c.records() == [move]
+    assert c.state.leases[1].shutdown_offset == c.state.log_end_offset - 1
+    assert membership(c.state, 1) == Membership.CONTROLLED_SHUTDOWN
+    assert not c.heartbeat(1, want_shut_down=True).should_shut_down  # broker 2 has not applied it
+    c.heartbeat(2)
+    granted = c.heartbeat(1, want_shut_down=True)
+    assert (granted.should_shut_down, granted.is_fenced) == (True, True)
+    assert c.records() == [FenceBrokerRecord(1, c.epoch(1))]
+    assert membership(c.state, 1) == Membership.FENCED
+
+
+@each_profile
+def test_shut_3_dec_14_a_broker_that_leads_nothing_is_let_go_at_once_in_both_profiles(profile):
+    """SHUT-3, DEC-14: with no leadership to move, both profiles fence the broker (out of its ISRs)
+    and answer ShouldShutDown in the heartbeat that asks."""
+    c = cluster(profile, 1, 2)
+    c.create_topic("t", assignment=[[2, 1]])
+    response = c.heartbeat(1, want_shut_down=True)
+    t = c.partition("t").topic_id
+    assert (response.should_shut_down, response.is_fenced) == (True, True)
+    assert c.records() == [PartitionChangeRecord(0, t, isr=(2,)), FenceBrokerRecord(1, c.epoch(1))]
+
+
+# ---- reassignment_layout (DEC-18) ------------------------------------------------------------------
+
+
+@each_profile
+def test_reassign_4_dec_18_replicas_list_the_leaving_replicas_first_in_kip_631_and_last_in_kafka(profile):
+    """REASSIGN-4, INV-17, DEC-18: [1,2,3] -> [3,4,5] gives [1,2,3,4,5] in kip-631 (seed 001's worked
+    example) and [3,4,5,1,2] in kafka; the removing and adding lists and the leader agree."""
+    c = cluster(profile, 1, 2, 3, 4, 5)
+    c.create_topic("t", assignment=[[1, 2, 3]])
+    c.reassign("t", [3, 4, 5])
+    p = c.partition("t")
+    expected = (1, 2, 3, 4, 5) if profile == KIP_631 else (3, 4, 5, 1, 2)
+    assert (p.replicas, p.removing_replicas, p.adding_replicas, p.leader) == (expected, (1, 2), (4, 5), 1)
+    assert p.target_replicas == (3, 4, 5)
+
+
+@each_profile
+def test_reassign_9_dec_18_a_new_target_is_laid_out_against_the_full_current_list(profile):
+    """REASSIGN-9, DEC-18: a second reassignment, to [4,5], computes its lists from the whole current
+    Replicas (the first one's adding replicas included), laid out in the profile's order."""
+    c = cluster(profile, 1, 2, 3, 4, 5)
+    c.create_topic("t", assignment=[[1, 2, 3]])
+    c.reassign("t", [3, 4, 5])
+    c.reassign("t", [4, 5])
+    p = c.partition("t")
+    if profile == KIP_631:
+        assert (p.replicas, p.removing_replicas, p.adding_replicas) == ((1, 2, 3, 4, 5), (1, 2, 3), ())
+    else:
+        assert (p.replicas, p.removing_replicas, p.adding_replicas) == ((4, 5, 3, 1, 2), (3, 1, 2), ())
+    assert (p.target_replicas, p.leader) == ((4, 5), 1)
+
+
+# ---- reassignment_completes (DEC-18) ---------------------------------------------------------------
+
+
+@each_profile
+def test_reassign_6_dec_18_adding_replicas_in_sync_complete_in_kip_631_and_the_whole_target_in_kafka(profile):
+    """REASSIGN-6, DEC-18: [1,2,3] -> [3,4] with ISR [1,2,4]: the added replica is in sync and the ISR
+    meets the target, which completes it in kip-631; kafka waits for 3, the rest of the target."""
+    c = cluster(profile, 1, 2, 3, 4)
+    c.create_topic("t", assignment=[[1, 2, 3]])
+    c.reassign("t", [3, 4])
+    c.alter_isr(1, "t", [1, 2, 4])
+    p = c.partition("t")
+    if profile == KIP_631:
+        assert (p.replicas, p.isr, p.leader, p.is_reassigning) == ((3, 4), (4,), 4, False)
+        return
+    assert (p.replicas, p.isr, p.leader, p.is_reassigning) == ((3, 4, 1, 2), (1, 2, 4), 1, True)
+    c.alter_isr(1, "t", [1, 2, 4, 3])
+    p = c.partition("t")
+    assert (p.replicas, p.isr, p.leader, p.is_reassigning) == ((3, 4), (4, 3), 3, False)
+
+
+@each_profile
+def test_reassign_5_dec_18_a_shrink_completes_at_once_in_kip_631_when_the_isr_keeps_a_target_member(profile):
+    """REASSIGN-5, DEC-18: [1,2,3] -> [2,3] with ISR [1,2] completes in the very record in kip-631 (the
+    ISR keeps 2 of the target); kafka waits until 3 is in sync too."""
+    c = cluster(profile, 1, 2, 3)
+    c.create_topic("t", assignment=[[1, 2, 3]])
+    c.alter_isr(1, "t", [1, 2])
+    c.reassign("t", [2, 3])
+    p = c.partition("t")
+    if profile == KIP_631:
+        assert (p.replicas, p.isr, p.leader, p.is_reassigning) == ((2, 3), (2,), 2, False)
+        return
+    assert (p.replicas, p.removing_replicas, p.isr, p.leader) == ((2, 3, 1), (1,), (1, 2), 1)
+    c.alter_isr(1, "t", [1, 2, 3])
+    p = c.partition("t")
+    assert (p.replicas, p.isr, p.leader, p.is_reassigning) == ((2, 3), (2, 3), 2, False)
+
+
+# ---- leader_epoch_on_replica_removal (DEC-17) ------------------------------------------------------
+
+
+@each_profile
+def test_part_5_dec_17_removing_a_replica_under_a_staying_leader_raises_the_leader_epoch_only_in_kafka(profile):
+    """PART-5, REASSIGN-5, DEC-17: [1,2,3] -> [1,2], completed at once, leader 1 staying: kip-631 writes
+    no Leader (the leader epoch counts leader changes); kafka writes Leader = 1, raising the epoch."""
+    c = cluster(profile, 1, 2, 3)
+    c.create_topic("t", assignment=[[1, 2, 3]])
+    c.reassign("t", [1, 2])
+    t = c.partition("t").topic_id
+    leader = NO_LEADER_CHANGE if profile == KIP_631 else 1
+    assert c.records() == [PartitionChangeRecord(0, t, isr=(1, 2), leader=leader, replicas=(1, 2))]
+    p = c.partition("t")
+    assert (p.leader, p.leader_epoch, p.partition_epoch) == (1, 0 if profile == KIP_631 else 1, 1)
+
+
+@each_profile
+def test_part_5_dec_17_an_isr_change_that_removes_no_replica_raises_no_leader_epoch_in_either(profile):
+    """PART-5, ISR-9, DEC-17: the kafka profile's extra bump is for replicas leaving Replicas only."""
+    c = cluster(profile, 1, 2, 3)
+    c.create_topic("t", assignment=[[1, 2, 3]])
+    c.alter_isr(1, "t", [1, 2])
+    assert c.records() == [PartitionChangeRecord(0, c.partition("t").topic_id, isr=(1, 2))]
+    assert c.partition("t").leader_epoch == 0
+
+
+# ---- unregister_unknown_error (DEC-35) -------------------------------------------------------------
+
+
+@each_profile
+def test_unreg_1_dec_35_an_unknown_id_gets_none_in_kip_631_and_broker_id_not_registered_in_kafka(profile):
+    """UNREG-1, DEC-35: seed 001 lists NONE for an id already unregistered; Kafka answers
+    BROKER_ID_NOT_REGISTERED. Nothing is written either way."""
+    c = cluster(profile, 1)
+    c.unregister(1)
+    expected = Error.NONE if profile == KIP_631 else Error.BROKER_ID_NOT_REGISTERED
+    for broker_id in (1, 5):  # unregistered already, never registered
+        assert c.unregister(broker_id).error_code == expected
+        assert c.records() == []
+
+
+# ---- heartbeat_offset (DEC-2) ----------------------------------------------------------------------
+
+
+@each_profile
+def test_lease_9_dec_2_caught_up_past_the_registration_in_kip_631_and_at_it_in_kafka(profile):
+    """LEASE-9, LEASE-10, DEC-2: CurrentMetadataOffset = the registration's offset (its epoch) is caught
+    up in kafka (the highest offset applied) but not in kip-631 (one more than the highest applied)."""
+    c = Cluster(profile=profile)
+    c.register(1)
+    epoch = c.epoch(1)
+    at_epoch = c.heartbeat(1, offset=epoch)
+    assert at_epoch.is_caught_up == (profile == KAFKA)
+    assert at_epoch.is_fenced == (profile == KIP_631)
+    past = c.heartbeat(1, offset=epoch + 1)
+    assert past.is_caught_up and not past.is_fenced
+
+
+@each_profile
+def test_lease_5_dec_2_a_negative_offset_is_refused_in_kip_631_and_accepted_in_kafka(profile):
+    """LEASE-5, DEC-2: kip-631 refuses a negative CurrentMetadataOffset (INVALID_REQUEST, not contact);
+    kafka takes any value, and -1 is contact that is not caught up."""
+    c = Cluster(profile=profile)
+    c.register(1)
+    c.advance(1000)
+    response = c.heartbeat(1, offset=-1)
+    if profile == KIP_631:
+        assert response.error_code == Error.INVALID_REQUEST
+        assert c.state.leases[1].last_contact_ms == 0
+    else:
+        assert (response.error_code, response.is_caught_up, response.is_fenced) == (Error.NONE, False, True)
+        assert (c.state.leases[1].last_contact_ms, c.state.leases[1].metadata_offset) == (1000, -1)
+
+
+@each_profile
+def test_lao_1_dec_2_the_lowest_acknowledged_offset_is_the_lowest_recorded_offset_in_its_profiles_unit(profile):
+    """LAO-1, DEC-2: the value is the lowest offset recorded for an unfenced broker, in the unit the
+    brokers send: the log end in kip-631, the last offset in kafka (what Cluster sends by default)."""
+    c = cluster(profile, 1, 2)
+    c.heartbeat(1)
+    response = c.heartbeat(2)
+    end = c.state.committed_offset
+    assert response.lowest_acknowledged_offset == (end if profile == KIP_631 else end - 1)
+
+
+# ---- default_timings (DEC-12) ----------------------------------------------------------------------
+
+
+@each_profile
+def test_lease_1_dec_12_default_timings_are_3000_and_18000_in_kip_631_and_2000_and_9000_in_kafka(profile):
+    """LEASE-1, CONF-1, DEC-12: a profile's default configuration, and a silent broker fenced when
+    that profile's session timeout has passed (LEASE-8, DEC-7)."""
+    config = Config.for_profile(profile)
+    expected = (3000, 18000) if profile == KIP_631 else (2000, 9000)
+    assert (config.heartbeat_interval_ms, config.session_timeout_ms) == expected
+    c = cluster(profile, 1)
+    c.tick(9_001)
+    assert c.state.image.brokers[1].fenced == (profile == KAFKA)
+    c.tick(18_000)
+    assert c.state.image.brokers[1].fenced
+
+
+@each_profile
+def test_lease_1_dec_12_a_broker_heartbeating_every_default_interval_keeps_its_lease(profile):
+    """LEASE-1, LEASE-7, CONF-2, DEC-12: heartbeats at the profile's default interval keep a broker
+    unfenced for many session timeouts."""
+    c = cluster(profile, 1)
+    interval = c.state.config.heartbeat_interval_ms
+    for _ in range(3 * c.state.config.session_timeout_ms // interval):
+        c.advance(interval)
+        assert not c.heartbeat(1).is_fenced
+    assert not c.state.image.brokers[1].fenced
+
+
+# ---- defect fix: controlled shutdown always completes (DEC-14) ----------------------------------
+
+
+@each_profile
+def test_shut_3_dec_14_the_sole_isr_member_and_leader_of_an_rf_1_partition_completes_controlled_shutdown(profile):
+    """SHUT-2, SHUT-3, DEC-14, DEC-8: broker 1 is the only replica and leader of 'solo'. The leadership
+    nobody else can take is given up (Leader -1), broker 1 stays its sole ISR member, and the broker
+    is let go: in kip-631 in the heartbeat that asks; in kafka on a later heartbeat, once the other
+    active brokers have applied the shutdown's batch (it waits while one lags).
+
+    The old model moved only leaderships another replica could take and said ShouldShutDown only to
+    a broker that led nothing, so broker 1 was never let go: no ShouldShutDown after 5 heartbeats."""
+    c = cluster(profile, 1, 2, 3)
+    c.create_topic("solo", assignment=[[1]])
+    solo = c.partition("solo").topic_id
+    first = c.heartbeat(1, want_shut_down=True)
+    assert (c.partition("solo").leader, c.partition("solo").isr, c.partition("solo").replicas) == (-1, (1,), (1,))
+    if profile == KIP_631:
+        assert (first.should_shut_down, first.is_fenced) == (True, True)
+        assert c.records() == [PartitionChangeRecord(0, solo, leader=-1), FenceBrokerRecord(1, c.epoch(1))]
+        assert membership(c.state, 1) == Membership.FENCED
+        return
+    assert (first.should_shut_down, first.is_fenced) == (False, False)
+    assert c.records() == [PartitionChangeRecord(0, solo, leader=-1)]
+    shutdown_offset = c.state.log_end_offset - 1  # the offset of that batch's last record
+    waiting = c.heartbeat(1, want_shut_down=True)  # brokers 2 and 3 have not applied it
+    assert not waiting.should_shut_down and c.records() == []
+    c.heartbeat(3)  # broker 3 has applied it (kafka's unit: the highest offset applied)
+    assert c.state.leases[3].metadata_offset >= shutdown_offset
+    c.heartbeat(2, offset=shutdown_offset - 1)  # broker 2 lags by one record
+    lagging = c.heartbeat(1, want_shut_down=True)
+    assert not lagging.should_shut_down and c.records() == []
+    assert membership(c.state, 1) == Membership.CONTROLLED_SHUTDOWN
+    c.heartbeat(2, offset=shutdown_offset)  # now broker 2 has applied it too
+    granted = c.heartbeat(1, want_shut_down=True)
+    assert (granted.should_shut_down, granted.is_fenced) == (True, True)
+    assert c.records() == [FenceBrokerRecord(1, c.epoch(1))]
+    assert (c.partition("solo").leader, c.partition("solo").isr) == (-1, (1,))
+
+
+# ---- defect fix: an unregistered sole ISR member stays in Replicas (DEC-20) ----------------------
+
+
+@each_profile
+def test_part_8_dec_20_the_unregistered_sole_isr_member_stays_in_replicas_and_leads_again_when_back(profile):
+    """PART-8, PART-7, UNREG-2, DEC-20: unregistering the only in-sync replica leaves the partition
+    leaderless with Replicas [1] and ISR [1]; broker 1 registering again (a new incarnation) and
+    being unfenced makes it leader again.
+
+    The old model removed the broker from Replicas and ISR: the partition was left with no replica
+    at all and could never be led again."""
+    c = cluster(profile, 1, 2)
+    c.create_topic("solo", assignment=[[1]])
+    c.unregister(1)
+    assert state_of(c, "solo") == ((1,), (1,), -1)
+    assert 1 not in c.state.image.brokers
+    assert c.register(1, generation=1).error_code == Error.NONE
+    assert state_of(c, "solo") == ((1,), (1,), -1)  # registering writes no partition change (REG-9)
+    assert not c.heartbeat(1).is_fenced
+    assert state_of(c, "solo") == ((1,), (1,), 1)
+
+
+# ---- defect fix: placement prefers unfenced brokers (DEC-26) -------------------------------------
+
+
+@each_profile
+def test_topic_4_dec_26_replication_factors_one_and_two_with_a_fenced_broker_place_on_unfenced_ones(profile):
+    """TOPIC-4, TOPIC-5, DEC-26: brokers 1 and 3 unfenced, 2 fenced. RF 1 and RF 2 succeed with every
+    replica on 1 and 3, round-robin by id.
+
+    The old model placed round-robin over all registered brokers: RF 1 put partition 1 on fenced
+    broker 2 alone, an empty ISR, and the topic got INVALID_REPLICATION_FACTOR; RF 2 put broker 2
+    in two of three partitions."""
+    c = cluster(profile, 1, 3)
+    c.register(2)  # fenced
+    one = create(c, "one", 3, 1)
+    assert one.error_code == Error.NONE
+    assert [state_of(c, "one", i) for i in range(3)] == [((1,), (1,), 1), ((3,), (3,), 3), ((1,), (1,), 1)]
+    two = create(c, "two", 3, 2)
+    assert two.error_code == Error.NONE
+    assert [state_of(c, "two", i) for i in range(3)] == [
+        ((1, 3), (1, 3), 1), ((3, 1), (3, 1), 3), ((1, 3), (1, 3), 1)]
+
+
+@each_profile
+def test_topic_4_dec_26_with_rf_3_and_one_fenced_broker_it_fills_the_last_place_out_of_the_isr(profile):
+    """TOPIC-4, TOPIC-5, DEC-26: RF 3 over unfenced 1 and 3 and fenced 2: the fenced broker fills the
+    place the unfenced cannot, last, and is not in the ISR. RF 4 is too many (INVALID_REPLICATION_FACTOR).
+
+    The old model put broker 2 in every position of the round-robin, first for partition 1."""
+    c = cluster(profile, 1, 3)
+    c.register(2)
+    assert create(c, "three", 3, 3).error_code == Error.NONE
+    assert [state_of(c, "three", i) for i in range(3)] == [
+        ((1, 3, 2), (1, 3), 1), ((3, 1, 2), (3, 1), 3), ((1, 3, 2), (1, 3), 1)]
+    assert create(c, "four", 1, 4).error_code == Error.INVALID_REPLICATION_FACTOR
+
+
+# ---- defect fix: a cleanly shut down broker may come back after a failover (DEC-6) ---------------
+
+
+@each_profile
+def test_reg_4_dec_6_a_broker_that_shut_down_cleanly_registers_again_right_after_a_failover(profile):
+    """REG-4, LEASE-14, DEC-6: the new controller has heard nothing from the fenced broker, so its id
+    is free at once: the restarted broker's new incarnation registers without waiting.
+
+    The old model gave every broker a fresh lease at the failover that kept a fenced broker's claim:
+    in kip-631 the new incarnation got DUPLICATE_BROKER_REGISTRATION for a whole session timeout."""
+    c = cluster(profile, 1, 2)
+    c.create_topic("t", assignment=[[2, 1]])
+    shut = c.heartbeat(1, want_shut_down=True)  # it leads nothing: let go at once in both profiles
+    assert (shut.should_shut_down, shut.is_fenced) == (True, True)
+    c.failover()
+    c.advance(100)
+    response = c.register(1, generation=1)
+    assert response.error_code == Error.NONE
+    assert c.state.image.brokers[1].epoch == response.broker_epoch
+
+
+@each_profile
+def test_reg_4_dec_6_a_fenced_broker_that_heartbeats_after_a_failover_claims_its_id_again(profile):
+    """REG-4, LEASE-7, LEASE-14, DEC-6, DEC-7: a heartbeat of the fenced old incarnation after the
+    failover is contact: a new incarnation is refused until that lease lapses."""
+    c = cluster(profile, 1)
+    c.heartbeat(1, want_fence=True)
+    c.failover()
+    c.advance(100)
+    assert c.heartbeat(1, want_fence=True).is_fenced
+    contact = c.state.now_ms
+    deadline = contact + c.state.config.session_timeout_ms
+    c.tick(deadline - 1)
+    assert c.register(1, generation=1).error_code == Error.DUPLICATE_BROKER_REGISTRATION
+    c.tick(deadline if profile == KIP_631 else deadline + 1)  # DEC-7
+    assert c.register(1, generation=1).error_code == Error.NONE
+
+
+# ---- shared by both profiles ---------------------------------------------------------------------
+
+
+@each_profile
+def test_part_4_an_election_during_a_reassignment_prefers_a_target_replica_over_a_leaving_one(profile):
+    """PART-4, DEC-18: [1,2,3] -> [3,4,5], 4 and 5 not yet in sync; fencing leader 1 elects 3, of the
+    target, not 2, which is being removed, whatever the profile's layout of Replicas."""
+    c = cluster(profile, 1, 2, 3, 4, 5)
+    c.create_topic("t", assignment=[[1, 2, 3]])
+    c.reassign("t", [3, 4, 5])
+    c.heartbeat(1, want_fence=True)
+    p = c.partition("t")
+    assert (p.isr, p.leader, p.is_reassigning) == ((2, 3), 3, True)
+
+
+@each_profile
+def test_lease_3_dec_15_a_heartbeat_from_an_unregistered_id_gets_stale_broker_epoch(profile):
+    """LEASE-3, DEC-15: STALE_BROKER_EPOCH, Kafka's answer, in both profiles; nothing changes."""
+    c = cluster(profile, 1)
+    before = c.state.leases
+    response = c.request(BrokerHeartbeatRequest(7, 1, 1, False, False))
+    assert (response.error_code, response.lowest_acknowledged_offset) == (Error.STALE_BROKER_EPOCH, -1)
+    assert c.records() == [] and c.state.leases == before
+
+
+@each_profile
+def test_lease_6_dec_13_a_heartbeat_with_a_lower_offset_is_processed_in_both_profiles(profile):
+    """LEASE-6, LEASE-7, DEC-13: the lower offset is recorded as sent, the heartbeat is contact, and
+    its flags act (WantFence fences)."""
+    c = cluster(profile, 1)
+    c.create_topic("t", assignment=[[1]])
+    c.heartbeat(1)
+    c.advance(500)
+    lower = c.heartbeat(1, offset=1, want_fence=True)
+    assert (lower.error_code, lower.is_fenced) == (Error.NONE, True)
+    assert (c.state.leases[1].last_contact_ms, c.state.leases[1].metadata_offset) == (500, 1)
+    assert c.records() == [PartitionChangeRecord(0, c.partition("t").topic_id, leader=-1), FenceBrokerRecord(1, c.epoch(1))]
+
+
+# ---- every parameter has its tests here -----------------------------------------------------------
+
+PARAMETER_TESTS = {
+    "lease_lapses": (
+        test_lease_8_dec_7_a_lease_lapses_at_its_deadline_in_kip_631_and_a_millisecond_later_in_kafka,
+        test_reg_4_dec_7_another_incarnation_may_register_at_the_deadline_in_kip_631_and_only_after_it_in_kafka,
+    ),
+    "registration_is_contact": (
+        test_reg_4_dec_6_a_new_registration_claims_its_id_in_kip_631_and_only_from_its_first_heartbeat_in_kafka,
+        test_reg_3_dec_6_a_retried_registration_renews_the_lease_in_kip_631_and_changes_nothing_in_kafka,
+    ),
+    "shutdown_grant": (
+        test_shut_3_dec_14_a_leader_is_let_go_in_the_heartbeat_that_asks_in_kip_631_and_on_a_later_one_in_kafka,
+        test_shut_3_dec_14_a_broker_that_leads_nothing_is_let_go_at_once_in_both_profiles,
+    ),
+    "reassignment_layout": (
+        test_reassign_4_dec_18_replicas_list_the_leaving_replicas_first_in_kip_631_and_last_in_kafka,
+        test_reassign_9_dec_18_a_new_target_is_laid_out_against_the_full_current_list,
+    ),
+    "reassignment_completes": (
+        test_reassign_6_dec_18_adding_replicas_in_sync_complete_in_kip_631_and_the_whole_target_in_kafka,
+        test_reassign_5_dec_18_a_shrink_completes_at_once_in_kip_631_when_the_isr_keeps_a_target_member,
+    ),
+    "leader_epoch_on_replica_removal": (
+        test_part_5_dec_17_removing_a_replica_under_a_staying_leader_raises_the_leader_epoch_only_in_kafka,
+        test_part_5_dec_17_an_isr_change_that_removes_no_replica_raises_no_leader_epoch_in_either,
+    ),
+    "unregister_unknown_error": (test_unreg_1_dec_35_an_unknown_id_gets_none_in_kip_631_and_broker_id_not_registered_in_kafka,),
+    "heartbeat_offset": (
+        test_lease_9_dec_2_caught_up_past_the_registration_in_kip_631_and_at_it_in_kafka,
+        test_lease_5_dec_2_a_negative_offset_is_refused_in_kip_631_and_accepted_in_kafka,
+        test_lao_1_dec_2_the_lowest_acknowledged_offset_is_the_lowest_recorded_offset_in_its_profiles_unit,
+    ),
+    "default_timings": (
+        test_lease_1_dec_12_default_timings_are_3000_and_18000_in_kip_631_and_2000_and_9000_in_kafka,
+        test_lease_1_dec_12_a_broker_heartbeating_every_default_interval_keeps_its_lease,
+    ),
+}
+
+
+def test_every_parameter_of_profiles_toml_has_a_test_naming_its_decision():
+    """Each parameter of spec/profiles.toml has tests above, named after its decision and one of its
+    rules; a parameter added to the table fails here until it has them."""
+    by_name = {p.name: p for p in parameters()}
+    assert set(PARAMETER_TESTS) == set(by_name)
+    for name, tests in PARAMETER_TESTS.items():
+        decision = by_name[name].decision.lower().replace("-", "_")
+        rules = {r.lower().replace("-", "_") for r in by_name[name].rules}
+        for test in tests:
+            assert f"_{decision}_" in test.__name__, (name, test.__name__)
+            assert any(test.__name__.startswith(f"test_{rule}_") for rule in rules), (name, test.__name__)
