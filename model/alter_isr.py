@@ -72,7 +72,7 @@ def _alter_partition(state, requester, topic_id, entry: AlterIsrPartition, named
         return refuse("ISR-8", Error.INELIGIBLE_REPLICA)
 
     cite("ISR-9")
-    record = partition_change(image, state.leases, partition, isr=tuple(new_isr))
+    record = partition_change(image, state.leases, partition, state.config.params, isr=tuple(new_isr))
     after = replay(image, record).partitions[partition.key] if record is not None else partition
     if after.leader != requester:
         reject("ISR-10")  # a completed reassignment removed the requester (REASSIGN-7)

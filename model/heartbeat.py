@@ -5,22 +5,33 @@ from __future__ import annotations
 
 from attrs import evolve
 
+from kraftspec.spec.profiles import Profile
+
 from .decision import Decision
 from .errors import Error
 from .messages import BrokerHeartbeatRequest, BrokerHeartbeatResponse, error_response
-from .partitions import fence_broker, move_leaderships, unfence_broker
+from .partitions import enter_controlled_shutdown, fence_broker, unfence_broker
 from .records import Record
 from .replay import replay_all
 from .rules import cite, reject
-from .state import ControllerState, Lease, MetadataImage, replace
+from .state import Config, ControllerState, Lease, MetadataImage, replace
 
 SUPPORTED_HEARTBEAT_VERSIONS = (0, 1)  # RPC-1
 
 
-def is_caught_up(lease: Lease, epoch: int) -> bool:
+def has_applied(lease: Lease, offset: int, config: Config) -> bool:
+    """DEC-2: the broker's recorded CurrentMetadataOffset says it has applied the record at
+    ``offset``. In the kip-631 profile the field is one more than the highest offset applied; in
+    the kafka profile it is the highest offset applied (the profile's ``heartbeat_offset``)."""
+    if config.params.heartbeat_offset == "next-offset":
+        return lease.metadata_offset > offset
+    return lease.metadata_offset >= offset
+
+
+def is_caught_up(lease: Lease, epoch: int, config: Config) -> bool:
     """LEASE-9: the broker has applied its own RegisterBrokerRecord, whose offset is its epoch (DEC-3)."""
     cite("LEASE-9")
-    return lease.metadata_offset > epoch
+    return has_applied(lease, epoch, config)
 
 
 def lowest_acknowledged_offset(image: MetadataImage, leases: dict[int, Lease], committed_offset: int) -> int:
@@ -42,7 +53,7 @@ def _status(
     lao = lowest_acknowledged_offset(image, leases, state.committed_offset) if request.version >= 1 else None
     return BrokerHeartbeatResponse(
         Error.NONE,
-        is_caught_up=is_caught_up(leases[request.broker_id], registration.epoch),
+        is_caught_up=is_caught_up(leases[request.broker_id], registration.epoch, state.config),
         is_fenced=registration.fenced,
         should_shut_down=should_shut_down,
         lowest_acknowledged_offset=lao,
@@ -56,28 +67,33 @@ def handle_broker_heartbeat(state: ControllerState, request: BrokerHeartbeatRequ
         return Decision(response=error_response(evolve(request, version=0), Error.UNSUPPORTED_VERSION))
     registration = state.image.brokers.get(request.broker_id)
     if registration is None:
-        reject("LEASE-3")  # DEC-15
-        return Decision(response=error_response(request, Error.BROKER_ID_NOT_REGISTERED))
+        return _refuse("LEASE-3", request, Error.STALE_BROKER_EPOCH)  # DEC-15: Kafka's code (the seeds name none)
     if request.broker_epoch != registration.epoch:
-        reject("LEASE-4")  # not contact: renews nothing
-        return Decision(response=error_response(request, Error.STALE_BROKER_EPOCH))
-    if request.current_metadata_offset < 0:
-        reject("LEASE-5")  # DEC-2: a broker that applied nothing sends 0
-        return Decision(response=error_response(request, Error.INVALID_REQUEST))
+        return _refuse("LEASE-4", request, Error.STALE_BROKER_EPOCH)  # not contact: renews nothing
+    if request.current_metadata_offset < 0 and state.config.params.heartbeat_offset == "next-offset":
+        # DEC-2: a broker that applied nothing sends 0 (the kafka profile takes any value)
+        return _refuse("LEASE-5", request, Error.INVALID_REQUEST)
     lease = state.leases[request.broker_id]
     if request.current_metadata_offset < lease.metadata_offset:
-        cite("LEASE-6")  # DEC-13: a late copy of an older heartbeat; answered, otherwise ignored
-        cite("LAO-2")
-        return Decision(response=_status(state, request, state.image, state.leases, should_shut_down=False))
+        cite("LEASE-6")  # DEC-13: recorded as sent, like any other
 
     cite("LEASE-7")
     lease = replace(lease, last_contact_ms=state.now_ms, metadata_offset=request.current_metadata_offset)
     leases = {**state.leases, request.broker_id: lease}
     records, leases, should_shut_down = _transition(state, request, leases)
-    # REG-4: a broker answered ShouldShutDown gives its id up; any other answer takes it back
-    leases = {**leases, request.broker_id: replace(leases[request.broker_id], shutdown_granted=should_shut_down)}
+    # REG-4: contact, so the incarnation claims its id (DEC-6)
+    leases = {**leases, request.broker_id: replace(leases[request.broker_id], released=False)}
     image = replay_all(state.image, records)
     return Decision(records=tuple(records), response=_status(state, request, image, leases, should_shut_down), leases=leases)
+
+
+def _refuse(rule: str, request: BrokerHeartbeatRequest, error: Error) -> Decision:
+    """A refused heartbeat: nothing changes; the response has the schema's defaults (LEASE-2),
+    so a version 1 response says LowestAcknowledgedOffset = -1 (LAO-2)."""
+    reject(rule)
+    if request.version >= 1:
+        cite("LAO-2")
+    return Decision(response=error_response(request, error))
 
 
 def _transition(
@@ -85,46 +101,80 @@ def _transition(
 ) -> tuple[list[Record], dict[int, Lease], bool]:
     """The membership change an accepted heartbeat asks for: records, leases, ShouldShutDown."""
     broker_id = request.broker_id
-    image = state.image
+    image, params = state.image, state.config.params
     fenced = image.brokers[broker_id].fenced
-    wants_shutdown = request.want_shut_down or leases[broker_id].in_controlled_shutdown  # SHUT-1: sticky
+    in_shutdown = leases[broker_id].in_controlled_shutdown  # SHUT-1: sticky
 
+    if not fenced and in_shutdown:
+        return _shutdown_progress(state, leases, broker_id)  # SHUT-1: until let go, WantFence aside
     if not fenced and request.want_fence:
         cite("LEASE-12")
-        records, leases = fence_broker(image, leases, broker_id)
-        if wants_shutdown:
+        records, leases = fence_broker(image, leases, broker_id, params)
+        if request.want_shut_down:
             cite("SHUT-4")  # fenced now, it leads nothing
-        return records, leases, wants_shutdown
-    if not fenced and wants_shutdown:
-        return _controlled_shutdown(image, leases, broker_id)
+        return records, leases, request.want_shut_down
+    if not fenced and request.want_shut_down:
+        return _controlled_shutdown(state, leases, broker_id)
     if not fenced:
         cite("LEASE-13")
         return [], leases, False
     if request.want_shut_down:
         cite("SHUT-4")
         return [], leases, True
-    if not request.want_fence and is_caught_up(leases[broker_id], image.brokers[broker_id].epoch):
+    if not request.want_fence and is_caught_up(leases[broker_id], image.brokers[broker_id].epoch, state.config):
         cite("LEASE-10")  # DEC-1: WantFence is the prose's ShouldFence
-        return unfence_broker(image, leases, broker_id), leases, False
+        return unfence_broker(image, leases, broker_id, params), leases, False
     cite("LEASE-11")
     return [], leases, False
 
 
 def _controlled_shutdown(
-    image: MetadataImage, leases: dict[int, Lease], broker_id: int
+    state: ControllerState, leases: dict[int, Lease], broker_id: int
 ) -> tuple[list[Record], dict[int, Lease], bool]:
-    """SHUT-1 to SHUT-3 for an unfenced broker that wants to shut down (DEC-14)."""
+    """SHUT-1 to SHUT-3 for an unfenced broker that asks to shut down (DEC-14)."""
     cite("SHUT-1")
+    image, params = state.image, state.config.params
+    if params.shutdown_grant == "after-active-brokers-catch-up" and not image.leads_any(broker_id):
+        cite("SHUT-3")  # kafka profile: a broker that leads nothing is let go at once
+        return _grant(image, leases, broker_id, params)
     leases = {**leases, broker_id: replace(leases[broker_id], in_controlled_shutdown=True)}
-    moves = move_leaderships(image, leases, broker_id)  # SHUT-2; SHUT-5: it is ineligible from now on
-    after_moves = replay_all(image, moves)
-    if after_moves.leads_any(broker_id):
-        cite("SHUT-3")  # still leads something nobody else can take: not yet
-        return moves, leases, False
-    cite("SHUT-3")  # leads nothing: fenced in the same batch, and told to shut down
+    records = enter_controlled_shutdown(image, leases, broker_id, params)  # SHUT-2; SHUT-5: ineligible from now on
+    if params.shutdown_grant == "when-leading-nothing":
+        cite("SHUT-3")  # every leadership moved or given up: it leads nothing, so it is let go now
+        fencing, leases, granted = _grant(replay_all(image, records), leases, broker_id, params)
+        return [*records, *fencing], leases, granted
+    cite("SHUT-3")  # kafka profile: let go once every active broker has applied these records
+    shutdown_offset = state.log_end_offset + len(records) - 1
+    leases = {**leases, broker_id: replace(leases[broker_id], shutdown_offset=shutdown_offset)}
+    return records, leases, False
+
+
+def _shutdown_progress(
+    state: ControllerState, leases: dict[int, Lease], broker_id: int
+) -> tuple[list[Record], dict[int, Lease], bool]:
+    """SHUT-3 on a later heartbeat of a broker in controlled shutdown (kafka profile, DEC-14): it is
+    let go when it leads nothing and every active broker (unfenced, not in controlled shutdown) has
+    applied the records that began the shutdown, by the offsets recorded before this heartbeat."""
+    cite("SHUT-3")
+    image, params = state.image, state.config.params
+    shutdown_offset = leases[broker_id].shutdown_offset
+    caught_up = all(
+        has_applied(state.leases[b], shutdown_offset, state.config)
+        for b, r in image.brokers.items()
+        if not r.fenced and not state.leases[b].in_controlled_shutdown
+    )
+    if image.leads_any(broker_id) or not caught_up:
+        return [], leases, False
+    return _grant(image, leases, broker_id, params)
+
+
+def _grant(
+    image: MetadataImage, leases: dict[int, Lease], broker_id: int, params: Profile
+) -> tuple[list[Record], dict[int, Lease], bool]:
+    """SHUT-6: ShouldShutDown, with the broker fenced in the same batch (PART-6)."""
     cite("SHUT-6")
-    fencing, leases = fence_broker(after_moves, leases, broker_id)
-    return [*moves, *fencing], leases, True
+    fencing, leases = fence_broker(image, leases, broker_id, params)
+    return fencing, leases, True
 
 
 def next_lease_expiry(state: ControllerState) -> int | None:
@@ -134,7 +184,7 @@ def next_lease_expiry(state: ControllerState) -> int | None:
     lapsed = [
         (state.leases[b].deadline(timeout), b)
         for b, registration in state.image.brokers.items()
-        if not registration.fenced and state.now_ms >= state.leases[b].deadline(timeout)  # DEC-7
+        if not registration.fenced and state.leases[b].lapsed(state.now_ms, state.config)  # DEC-7
     ]
     return min(lapsed)[1] if lapsed else None
 
@@ -142,5 +192,5 @@ def next_lease_expiry(state: ControllerState) -> int | None:
 def expire_lease(state: ControllerState, broker_id: int) -> Decision:
     """LEASE-8: fence a broker whose lease lapsed (one batch per broker)."""
     cite("LEASE-8")
-    records, leases = fence_broker(state.image, state.leases, broker_id)
+    records, leases = fence_broker(state.image, state.leases, broker_id, state.config.params)
     return Decision(records=tuple(records), leases=leases)

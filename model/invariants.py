@@ -102,14 +102,14 @@ def inv_4_epochs_never_go_back(before: ControllerState, event: Event, result: St
     return out
 
 
-def inv_5_unregistered_in_no_partition(state: ControllerState) -> Violations:
-    """INV-5: every broker a partition names is registered."""
+def inv_5_unregistered_in_no_isr(state: ControllerState) -> Violations:
+    """INV-5: an unregistered broker leads no partition and is in no ISR but as its sole member."""
     return [
-        f"INV-5 {which} {p.key} names unregistered broker {b}"
+        f"INV-5 {which} {p.key} ISR {p.isr} holds unregistered broker {b}"
         for which, image in _images(state)
         for p in image.partitions.values()
-        for b in {*p.replicas, *p.isr, *p.adding_replicas, *p.removing_replicas}
-        if b not in image.brokers
+        for b in p.isr
+        if b not in image.brokers and p.isr != (b,)
     ]
 
 
@@ -165,7 +165,7 @@ def inv_10_unfenced_broker_holds_lease(state: ControllerState) -> Violations:
     timeout = state.config.session_timeout_ms
     for b, registration in state.image.brokers.items():
         lease = state.leases.get(b)
-        if lease is not None and not registration.fenced and state.now_ms >= lease.deadline(timeout):
+        if lease is not None and not registration.fenced and lease.lapsed(state.now_ms, state.config):
             out.append(f"INV-10 broker {b} unfenced at {state.now_ms} past its deadline {lease.deadline(timeout)}")
     return out
 
@@ -256,13 +256,16 @@ def inv_16_memory_is_committed_plus_tail(state: ControllerState) -> Violations:
     return [] if image == state.image else ["INV-16 in-memory state differs from committed state + uncommitted records"]
 
 
-def inv_17_removing_replicas_lead(state: ControllerState) -> Violations:
-    """INV-17: RemovingReplicas is a prefix of Replicas."""
+def inv_17_removing_replicas_apart(state: ControllerState) -> Violations:
+    """INV-17: RemovingReplicas is a prefix of Replicas, or a suffix in the kafka profile's layout."""
+    kafka_layout = state.config.params.reassignment_layout == "target-then-removing"
     return [
-        f"INV-17 {which} {p.key} replicas {p.replicas} do not start with removing {p.removing_replicas}"
+        f"INV-17 {which} {p.key} replicas {p.replicas} do not {'end' if kafka_layout else 'start'} with removing {p.removing_replicas}"
         for which, image in _images(state)
         for p in image.partitions.values()
-        if p.replicas[: len(p.removing_replicas)] != p.removing_replicas
+        if p.removing_replicas
+        and (p.replicas[-len(p.removing_replicas):] if kafka_layout else p.replicas[: len(p.removing_replicas)])
+        != p.removing_replicas
     ]
 
 
@@ -270,7 +273,7 @@ STATE_INVARIANTS: dict[str, Callable[[ControllerState], Violations]] = {
     "INV-1": inv_1_leader_in_isr,
     "INV-2": inv_2_replica_lists_well_formed,
     "INV-3": inv_3_leader_registered_unfenced,
-    "INV-5": inv_5_unregistered_in_no_partition,
+    "INV-5": inv_5_unregistered_in_no_isr,
     "INV-6": inv_6_epochs_distinct_below_log_end,
     "INV-7": inv_7_registration_carries_its_offset,
     "INV-8": inv_8_committed_state_is_replay,
@@ -280,7 +283,7 @@ STATE_INVARIANTS: dict[str, Callable[[ControllerState], Violations]] = {
     "INV-14": inv_14_topics_consistent,
     "INV-15": inv_15_log_bookkeeping,
     "INV-16": inv_16_memory_is_committed_plus_tail,
-    "INV-17": inv_17_removing_replicas_lead,
+    "INV-17": inv_17_removing_replicas_apart,
 }
 
 STEP_INVARIANTS: dict[str, Callable[[ControllerState, Event, StepResult], Violations]] = {

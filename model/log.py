@@ -109,7 +109,9 @@ def failover(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]
         reject("RPC-3")  # every waiting request is refused
     replies = tuple(Reply(p.seq, p.request, error_response(p.request, Error.NOT_CONTROLLER)) for p in state.pending)
     cite("LEASE-14")  # DEC-28: soft state is lost; every registered broker gets a full session
-    leases = {broker_id: Lease(state.now_ms) for broker_id in rebuilt.brokers}
+    # DEC-6: a fenced broker has not been heard from by this controller, so it holds no claim on its
+    # id until it is (a broker that shut down cleanly can come back at once)
+    leases = {b: Lease(state.now_ms, released=r.fenced) for b, r in rebuilt.brokers.items()}
     state = state.evolve(image=rebuilt, committed_image=rebuilt, batches=batches, pending=(), leases=leases)
     return state, replies
 

@@ -20,6 +20,8 @@ from .records import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from kraftspec.spec.profiles import Profile
+
 from .replay import replay
 from .rules import cite
 from .state import Lease, MetadataImage, Partition, replace
@@ -67,6 +69,7 @@ def elect_leader(replicas: Sequence[int], isr: Sequence[int], eligible: Callable
 
 def change_record(
     partition: Partition,
+    params: Profile,
     *,
     isr: tuple[int, ...],
     leader: int,
@@ -80,11 +83,17 @@ def change_record(
     def changed(new: tuple[int, ...], old: tuple[int, ...]) -> tuple[int, ...] | None:
         return None if new == old else new
 
+    if leader != partition.leader:
+        leader_field = leader
+    elif params.leader_epoch_on_replica_removal and not set(partition.replicas) <= set(replicas):
+        leader_field = leader  # DEC-17, kafka profile: removing a replica raises the leader epoch too
+    else:
+        leader_field = NO_LEADER_CHANGE  # DEC-17: the leader epoch counts leader changes
     record = PartitionChangeRecord(
         partition_id=partition.partition_id,
         topic_id=partition.topic_id,
         isr=changed(isr, partition.isr),
-        leader=NO_LEADER_CHANGE if leader == partition.leader else leader,  # DEC-17
+        leader=leader_field,
         replicas=changed(replicas, partition.replicas),
         removing_replicas=changed(removing_replicas, partition.removing_replicas),
         adding_replicas=changed(adding_replicas, partition.adding_replicas),
@@ -94,47 +103,67 @@ def change_record(
 
 
 def reassignment_complete(
-    replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...]
+    replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...], completes: str
 ) -> bool:
-    """REASSIGN-6: every adding replica is in sync, and the ISR meets the target (DEC-18).
+    """REASSIGN-6: the ISR completes the reassignment (DEC-18). ``completes`` is the profile's
+    ``reassignment_completes``: with ``adding-in-sync``, every adding replica is in sync and the ISR
+    meets the target; with ``target-in-sync``, every replica of the target is in sync.
 
-    post: __return__ == (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing)))
+    post: __return__ == (set(replicas) - set(removing) <= set(isr) if completes == "target-in-sync" else (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing))))
     """
     target = [r for r in replicas if r not in removing]
+    if completes == "target-in-sync":
+        return all(t in isr for t in target)
     return all(a in isr for a in adding) and any(t in isr for t in target)
+
+
+def preferred_order(replicas: tuple[int, ...], removing: tuple[int, ...]) -> tuple[int, ...]:
+    """PART-4: the order in which replicas are preferred as leader: the replicas in their order,
+    except that during a reassignment those being removed come after the target's (DEC-18).
+
+    post: sorted(__return__) == sorted(replicas)
+    """
+    if not removing:
+        return replicas
+    return tuple(r for r in replicas if r not in removing) + tuple(r for r in replicas if r in removing)
 
 
 def partition_change(
     image: MetadataImage,
     leases: Leases,
     partition: Partition,
+    params: Profile,
     *,
     isr: tuple[int, ...] | None = None,
     replicas: tuple[int, ...] | None = None,
     removing_replicas: tuple[int, ...] | None = None,
     adding_replicas: tuple[int, ...] | None = None,
+    leaving: int | None = None,
 ) -> PartitionChangeRecord | None:
     """The change that takes ``partition`` to the given lists (None: unchanged), or None.
 
     A reassigning partition whose new lists complete it is completed (REASSIGN-6); the
     leader is kept if it stays leader, otherwise elected (PART-4); the record names only
-    what changed (PART-5). Eligibility is judged on ``image`` and ``leases``.
+    what changed (PART-5). Eligibility is judged on ``image`` and ``leases``; ``leaving``, a
+    broker that must give up the leadership (SHUT-2), neither stays leader nor is elected.
     """
     isr = partition.isr if isr is None else isr
     replicas = partition.replicas if replicas is None else replicas
     removing = partition.removing_replicas if removing_replicas is None else removing_replicas
     adding = partition.adding_replicas if adding_replicas is None else adding_replicas
-    if (adding or removing) and reassignment_complete(replicas, isr, adding, removing):
+    if (adding or removing) and reassignment_complete(replicas, isr, adding, removing, params.reassignment_completes):
         cite("REASSIGN-6")
         isr = tuple(r for r in isr if r not in removing)
         replicas = tuple(r for r in replicas if r not in removing)
         adding = removing = ()
-    if stays_leader(image, partition.leader, isr):
+    if partition.leader != leaving and stays_leader(image, partition.leader, isr):
         leader = partition.leader
     else:
-        leader = elect_leader(replicas, isr, lambda b: is_eligible_leader(image, leases, b))
+        leader = elect_leader(
+            preferred_order(replicas, removing), isr, lambda b: b != leaving and is_eligible_leader(image, leases, b)
+        )
     return change_record(
-        partition, isr=isr, leader=leader, replicas=replicas, removing_replicas=removing, adding_replicas=adding
+        partition, params, isr=isr, leader=leader, replicas=replicas, removing_replicas=removing, adding_replicas=adding
     )
 
 
@@ -157,7 +186,7 @@ def isr_after_fencing(isr: tuple[int, ...], broker_id: int) -> tuple[int, ...]:
 # ---- fencing, unfencing, unregistering, controlled shutdown --------------------------
 
 
-def fence_broker(image: MetadataImage, leases: Leases, broker_id: int) -> tuple[list[Record], Leases]:
+def fence_broker(image: MetadataImage, leases: Leases, broker_id: int, params: Profile) -> tuple[list[Record], Leases]:
     """PART-6: the fencing batch of a registered broker, and the leases after it.
 
     The partition changes come first and the FenceBrokerRecord last (seed 000's dump
@@ -169,17 +198,27 @@ def fence_broker(image: MetadataImage, leases: Leases, broker_id: int) -> tuple[
     fenced = replay(image, fence)
     lease = leases[broker_id]
     leases = {**leases, broker_id: replace(lease, in_controlled_shutdown=False)}
+    return [*leave_isrs(fenced, leases, broker_id, params), fence], leases
+
+
+def leave_isrs(image: MetadataImage, leases: Leases, broker_id: int, params: Profile) -> list[Record]:
+    """The changes that take ``broker_id`` out of every ISR it is in, except as the sole member
+    (DEC-8), and out of every leadership, electing another leader where one is eligible (PART-4)
+    and leaving the partition leaderless otherwise. Fencing (PART-6), unregistering (PART-8) and
+    the start of a controlled shutdown (SHUT-2) all make these changes."""
     changes: list[Record] = []
-    for partition in fenced.partitions_in_order():
+    for partition in image.partitions_in_order():
         if broker_id not in partition.isr:
-            continue  # a replica out of sync is left alone
-        record = partition_change(fenced, leases, partition, isr=isr_after_fencing(partition.isr, broker_id))
+            continue  # a replica out of sync is left alone; a leader is always in sync
+        record = partition_change(
+            image, leases, partition, params, isr=isr_after_fencing(partition.isr, broker_id), leaving=broker_id
+        )
         if record is not None:
             changes.append(record)
-    return [*changes, fence], leases
+    return changes
 
 
-def unfence_broker(image: MetadataImage, leases: Leases, broker_id: int) -> list[Record]:
+def unfence_broker(image: MetadataImage, leases: Leases, broker_id: int, params: Profile) -> list[Record]:
     """LEASE-10 and PART-7: the UnfenceBrokerRecord, then elections where the broker is in sync."""
     cite("PART-7")
     unfence = UnfenceBrokerRecord(broker_id, image.brokers[broker_id].epoch)
@@ -188,56 +227,27 @@ def unfence_broker(image: MetadataImage, leases: Leases, broker_id: int) -> list
     for partition in unfenced.partitions_in_order():
         # DEC-19: elect where it is in sync and nobody leads; never add it to an ISR
         if partition.leader == NO_LEADER and broker_id in partition.isr:
-            record = partition_change(unfenced, leases, partition)
+            record = partition_change(unfenced, leases, partition, params)
             if record is not None:
                 elections.append(record)
     return [unfence, *elections]
 
 
-def unregister_broker(image: MetadataImage, leases: Leases, broker_id: int) -> list[Record]:
-    """PART-8 and UNREG-2: the broker leaves every partition, then its registration goes."""
+def unregister_broker(image: MetadataImage, leases: Leases, broker_id: int, params: Profile) -> list[Record]:
+    """PART-8 and UNREG-2: the broker leaves every ISR (but as a sole member) and every
+    leadership, then its registration goes. It stays in ``Replicas`` and the reassignment lists
+    (DEC-20), so that the same id registering again recovers its partitions (PART-7)."""
     cite("PART-8")
     unregister = UnregisterBrokerRecord(broker_id, image.brokers[broker_id].epoch)
     gone = replay(image, unregister)
-    changes: list[Record] = []
-    for partition in gone.partitions_in_order():
-        if not partition.names(broker_id):
-            continue
-        record = partition_change(  # DEC-20: out of every list; the ISR may become empty
-            gone,
-            leases,
-            partition,
-            isr=_without(broker_id, partition.isr),
-            replicas=_without(broker_id, partition.replicas),
-            removing_replicas=_without(broker_id, partition.removing_replicas),
-            adding_replicas=_without(broker_id, partition.adding_replicas),
-        )
-        if record is not None:
-            changes.append(record)
-    return [*changes, unregister]
+    return [*leave_isrs(gone, leases, broker_id, params), unregister]
 
 
-def move_leaderships(image: MetadataImage, leases: Leases, broker_id: int) -> list[Record]:
-    """SHUT-2: move each leadership of a broker in controlled shutdown to another eligible
-    in-sync replica; keep it where there is none (DEC-14). ``leases`` must already show the
-    broker in controlled shutdown, so that it is not eligible itself."""
+def enter_controlled_shutdown(image: MetadataImage, leases: Leases, broker_id: int, params: Profile) -> list[Record]:
+    """SHUT-2: a broker entering controlled shutdown leaves every ISR it is in (but as a sole
+    member) and every leadership: each moves to the first eligible in-sync replica in preferred
+    order, and a leadership nobody else can take is given up, leaving the partition leaderless
+    (DEC-14). ``leases`` must already show the broker in controlled shutdown."""
     cite("SHUT-2")
     cite("SHUT-5")  # the broker itself is not eligible any more
-    moves: list[Record] = []
-    for partition in image.partitions_in_order():
-        if partition.leader != broker_id:
-            continue
-        new_leader = elect_leader(partition.replicas, partition.isr, lambda b: is_eligible_leader(image, leases, b))
-        if new_leader == NO_LEADER:
-            continue  # nobody else can lead: the broker keeps it and a later heartbeat retries
-        record = change_record(
-            partition,
-            isr=partition.isr,
-            leader=new_leader,
-            replicas=partition.replicas,
-            removing_replicas=partition.removing_replicas,
-            adding_replicas=partition.adding_replicas,
-        )
-        if record is not None:
-            moves.append(record)
-    return moves
+    return leave_isrs(image, leases, broker_id, params)

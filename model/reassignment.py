@@ -19,13 +19,15 @@ from .messages import (
 )
 from .partitions import Leases, partition_change, reassignment_complete
 from .records import PartitionChangeRecord
+from kraftspec.spec.profiles import Profile
+
 from .rules import cite, reject
 from .state import ControllerState, MetadataImage, Partition
 
 
 def handle_alter_partition_reassignments(state: ControllerState, request: AlterPartitionReassignmentsRequest) -> Decision:
     cite("REASSIGN-1")
-    image = state.image
+    image, params = state.image, state.config.params
     named = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     records: list[PartitionChangeRecord] = []
     responses = []
@@ -41,12 +43,12 @@ def handle_alter_partition_reassignments(state: ControllerState, request: AlterP
                 reject("REASSIGN-2")
                 error, record = Error.INVALID_REQUEST, None
             elif entry.replicas is None:
-                error, record = cancel_reassignment(image, state.leases, partition)
+                error, record = cancel_reassignment(image, state.leases, partition, params)
             elif not is_valid_target(entry.replicas, image.brokers):
                 reject("REASSIGN-3")
                 error, record = Error.INVALID_REPLICA_ASSIGNMENT, None
             else:
-                error, record = Error.NONE, start_reassignment(image, state.leases, partition, tuple(entry.replicas))
+                error, record = Error.NONE, start_reassignment(image, state.leases, partition, tuple(entry.replicas), params)
             if record is not None:
                 records.append(record)
             results.append(ReassignablePartitionResult(entry.partition_index, error))
@@ -63,18 +65,20 @@ def is_valid_target(target: tuple[int, ...], registered: Collection[int]) -> boo
 
 
 def reassignment_lists(
-    current: tuple[int, ...], target: tuple[int, ...]
+    current: tuple[int, ...], target: tuple[int, ...], layout: str
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """REASSIGN-4: the replicas, removing and adding lists that take ``current`` to ``target``:
-    the replicas leaving first, then the target in its order (DEC-18).
+    """REASSIGN-4: the replicas, removing and adding lists that take ``current`` to ``target``.
+    ``layout`` is the profile's ``reassignment_layout`` (DEC-18): the replicas leaving first, then
+    the target in its order, or the target first, then the replicas leaving.
 
     pre: len(set(current)) == len(current) and len(set(target)) == len(target)
-    post: __return__[0] == __return__[1] + target
+    post: __return__[0] == (target + __return__[1] if layout == "target-then-removing" else __return__[1] + target)
     post: set(__return__[1]) == set(current) - set(target) and set(__return__[2]) == set(target) - set(current)
     """
     removing = tuple(r for r in current if r not in target)
     adding = tuple(t for t in target if t not in current)
-    return removing + target, removing, adding
+    replicas = target + removing if layout == "target-then-removing" else removing + target
+    return replicas, removing, adding
 
 
 def lists_after_cancel(
@@ -89,22 +93,24 @@ def lists_after_cancel(
 
 
 def start_reassignment(
-    image: MetadataImage, leases: Leases, partition: Partition, target: tuple[int, ...]
+    image: MetadataImage, leases: Leases, partition: Partition, target: tuple[int, ...], params: Profile
 ) -> PartitionChangeRecord | None:
-    """REASSIGN-4: removing replicas first, then the target in its order (DEC-18)."""
+    """REASSIGN-4: the lists of the profile's layout (DEC-18)."""
     if partition.is_reassigning:
         cite("REASSIGN-9")  # computed against the full current list, adding and removing included
-    replicas, removing, adding = reassignment_lists(partition.replicas, target)
+    replicas, removing, adding = reassignment_lists(partition.replicas, target, params.reassignment_layout)
     cite("REASSIGN-4")
     if not removing and not adding:  # a reordering takes effect at once
-        return partition_change(image, leases, partition, replicas=target, removing_replicas=(), adding_replicas=())
-    if not adding and reassignment_complete(replicas, partition.isr, adding, removing):
-        cite("REASSIGN-5")  # a subset that meets the ISR completes in this very record
-    return partition_change(image, leases, partition, replicas=replicas, removing_replicas=removing, adding_replicas=adding)
+        return partition_change(image, leases, partition, params, replicas=target, removing_replicas=(), adding_replicas=())
+    if not adding and reassignment_complete(replicas, partition.isr, adding, removing, params.reassignment_completes):
+        cite("REASSIGN-5")  # a subset that the ISR completes at once completes in this very record
+    return partition_change(
+        image, leases, partition, params, replicas=replicas, removing_replicas=removing, adding_replicas=adding
+    )
 
 
 def cancel_reassignment(
-    image: MetadataImage, leases: Leases, partition: Partition
+    image: MetadataImage, leases: Leases, partition: Partition, params: Profile
 ) -> tuple[Error, PartitionChangeRecord | None]:
     """REASSIGN-8: revert to the replicas without the adding ones."""
     cite("REASSIGN-8")
@@ -116,7 +122,7 @@ def cancel_reassignment(
         reject("REASSIGN-8")
         return Error.INVALID_REPLICA_ASSIGNMENT, None
     record = partition_change(
-        image, leases, partition, isr=isr, replicas=replicas, removing_replicas=(), adding_replicas=()
+        image, leases, partition, params, isr=isr, replicas=replicas, removing_replicas=(), adding_replicas=()
     )
     return Error.NONE, record
 

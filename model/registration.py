@@ -55,19 +55,20 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
         return Decision(response=BrokerRegistrationResponse(Error.INVALID_CLUSTER_ID))
 
     existing = state.image.brokers.get(request.broker_id)
+    contact = state.config.params.registration_is_contact  # DEC-6: a registration is contact in kip-631
     if existing is not None and existing.incarnation_id == request.incarnation_id:
         cite("REG-3")  # DEC-5: a retry gets the same result and changes nothing but the lease
+        response = BrokerRegistrationResponse(Error.NONE, existing.epoch)
+        if not contact:
+            return Decision(response=response)
         cite("LEASE-7")
-        lease = replace(state.leases[request.broker_id], last_contact_ms=state.now_ms)
-        return Decision(
-            response=BrokerRegistrationResponse(Error.NONE, existing.epoch),
-            leases={**state.leases, request.broker_id: lease},
-        )
+        lease = replace(state.leases[request.broker_id], last_contact_ms=state.now_ms, released=False)
+        return Decision(response=response, leases={**state.leases, request.broker_id: lease})
     if existing is not None:
         lease = state.leases[request.broker_id]
-        # DEC-6: contact counts even while fenced, unless the broker was let go; DEC-7: lapses at the deadline
-        given_up = lease.shutdown_granted and existing.fenced
-        if state.now_ms < lease.deadline(state.config.session_timeout_ms) and not given_up:
+        # DEC-6: the old incarnation claims the id, fenced or not, while its lease has not lapsed (DEC-7),
+        # unless this controller has not heard from it (LEASE-14)
+        if not lease.lapsed(state.now_ms, state.config) and not lease.released:
             reject("REG-4")
             return Decision(response=BrokerRegistrationResponse(Error.DUPLICATE_BROKER_REGISTRATION))
     if not supports_finalized_features(state, request):
@@ -91,16 +92,22 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
     return Decision(
         records=(record,),
         response=BrokerRegistrationResponse(Error.NONE, epoch),
-        leases={**state.leases, request.broker_id: Lease(state.now_ms)},  # LEASE-7: a fresh lease
+        # LEASE-7: a fresh lease; DEC-6: in the kafka profile it claims the id from the first heartbeat
+        leases={**state.leases, request.broker_id: Lease(state.now_ms, released=not contact)},
     )
 
 
 def handle_unregister_broker(state: ControllerState, request: UnregisterBrokerRequest) -> Decision:
     cite("MEM-7")
     if request.broker_id not in state.image.brokers:
-        cite("UNREG-1")  # DEC-35: NONE as seed 001 lists (Kafka: BROKER_ID_NOT_REGISTERED)
-        return Decision(response=UnregisterBrokerResponse(Error.NONE))
+        # DEC-35: NONE as seed 001 lists, in the kip-631 profile; BROKER_ID_NOT_REGISTERED in kafka's
+        error = Error[state.config.params.unregister_unknown_error]
+        if error is Error.NONE:
+            cite("UNREG-1")
+        else:
+            reject("UNREG-1")
+        return Decision(response=UnregisterBrokerResponse(error))
     cite("UNREG-2")  # no liveness check: an active broker can be unregistered
-    records = unregister_broker(state.image, state.leases, request.broker_id)
+    records = unregister_broker(state.image, state.leases, request.broker_id, state.config.params)
     leases = {b: lease for b, lease in state.leases.items() if b != request.broker_id}  # UNREG-3
     return Decision(records=tuple(records), response=UnregisterBrokerResponse(Error.NONE), leases=leases)

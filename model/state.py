@@ -238,11 +238,21 @@ class Lease:
     last_contact_ms: int
     metadata_offset: int = -1  # the recorded CurrentMetadataOffset; -1 before the first heartbeat
     in_controlled_shutdown: bool = False
-    shutdown_granted: bool = False  # the last accepted heartbeat was answered ShouldShutDown (REG-4)
+    # REG-4, DEC-6: the incarnation holds no claim on its id: it was fenced at a failover and this
+    # controller has not heard from it since (LEASE-14), or, in the kafka profile, it has registered
+    # but not yet sent a heartbeat
+    released: bool = False
+    shutdown_offset: int = -1  # SHUT-3, DEC-14: the last offset of the batch that began the shutdown
 
     def deadline(self, session_timeout_ms: int) -> int:
-        """The time at which the lease lapses (LEASE-8)."""
+        """The time the lease's period ends (LEASE-8)."""
         return self.last_contact_ms + session_timeout_ms
+
+    def lapsed(self, now_ms: int, config: Config) -> bool:
+        """LEASE-8: the lease has lapsed at ``now_ms``: at its deadline or only after it, as the
+        profile says (DEC-7)."""
+        deadline = self.last_contact_ms + config.session_timeout_ms
+        return now_ms >= deadline if config.params.lease_lapses == "at-deadline" else now_ms > deadline
 
 
 # ---- the log -----------------------------------------------------------------------

@@ -81,7 +81,7 @@ def create_topic(
         error, assignment = explicit_assignment(image, topic)
         count, empty_isr_error = len(assignment), Error.INVALID_REPLICA_ASSIGNMENT
     else:
-        error, assignment = placement_error(image, topic), []
+        error, assignment = placement_error(image, leases, topic), []
         count, empty_isr_error = topic.num_partitions, Error.INVALID_REPLICATION_FACTOR
     if error is not Error.NONE:
         return error, []
@@ -90,7 +90,7 @@ def create_topic(
         reject("TOPIC-11")
         return Error.POLICY_VIOLATION, []
     if not topic.assignments:
-        error, assignment = place_by_replication_factor(image, topic)
+        error, assignment = place_by_replication_factor(image, leases, topic)
 
     cite("TOPIC-5")
     partitions = []
@@ -124,27 +124,42 @@ def explicit_assignment(image: MetadataImage, topic: CreatableTopic) -> tuple[Er
     return Error.NONE, [by_index[i] for i in range(len(by_index))]
 
 
-def placement_error(image: MetadataImage, topic: CreatableTopic) -> Error:
-    """TOPIC-4's checks: at least one partition, and a replication factor the registered brokers allow."""
+def placement_candidates(image: MetadataImage, leases: Leases) -> tuple[list[int], list[int]]:
+    """TOPIC-4: the brokers a new replica may go to, by id: the unfenced ones, then the fenced ones
+    (DEC-26). A broker in controlled shutdown is neither."""
+    unfenced = sorted(b for b in image.brokers if is_eligible_leader(image, leases, b))
+    fenced = sorted(b for b, r in image.brokers.items() if r.fenced)
+    return unfenced, fenced
+
+
+def placement_error(image: MetadataImage, leases: Leases, topic: CreatableTopic) -> Error:
+    """TOPIC-4's checks: at least one partition, and a replication factor the brokers allow."""
     cite("TOPIC-4")
     if topic.num_partitions < 1:
         reject("TOPIC-4")
         return Error.INVALID_PARTITIONS
-    if not 1 <= topic.replication_factor <= len(image.brokers):
+    unfenced, fenced = placement_candidates(image, leases)
+    if not 1 <= topic.replication_factor <= len(unfenced) + len(fenced) or not unfenced:
         reject("TOPIC-4")
         return Error.INVALID_REPLICATION_FACTOR
     return Error.NONE
 
 
-def place_by_replication_factor(image: MetadataImage, topic: CreatableTopic) -> tuple[Error, list[tuple[int, ...]]]:
-    """TOPIC-4: round-robin over the registered brokers sorted by id, fenced ones included (DEC-26)."""
-    error = placement_error(image, topic)
+def place_by_replication_factor(
+    image: MetadataImage, leases: Leases, topic: CreatableTopic
+) -> tuple[Error, list[tuple[int, ...]]]:
+    """TOPIC-4: round-robin over the unfenced brokers by id, and over the fenced ones only for the
+    places the unfenced cannot fill (DEC-26): partition p starts at the p-th broker of each list."""
+    error = placement_error(image, leases, topic)
     if error is not Error.NONE:
         return error, []
-    brokers = sorted(image.brokers)
-    n = len(brokers)
+    unfenced, fenced = placement_candidates(image, leases)
+    from_unfenced = min(topic.replication_factor, len(unfenced))
+    from_fenced = topic.replication_factor - from_unfenced
     return Error.NONE, [
-        tuple(brokers[(p + j) % n] for j in range(topic.replication_factor)) for p in range(topic.num_partitions)
+        tuple(unfenced[(p + j) % len(unfenced)] for j in range(from_unfenced))
+        + tuple(fenced[(p + j) % len(fenced)] for j in range(from_fenced))
+        for p in range(topic.num_partitions)
     ]
 
 

@@ -43,7 +43,7 @@ class Profile:
     title: str
     about: str
     lease_lapses: str  # DEC-7
-    fenced_registration_blocks: bool  # DEC-6
+    registration_is_contact: bool  # DEC-6
     shutdown_grant: str  # DEC-14
     reassignment_layout: str  # DEC-18
     reassignment_completes: str  # DEC-18

@@ -76,9 +76,11 @@ def test_inv_4_catches_epochs_going_back():
     assert STEP_INVARIANTS["INV-4"](evolve(c.state, committed_offset=c.state.committed_offset + 1), Tick(0), StepResult(c.state))
 
 
-def test_inv_5_catches_an_unregistered_broker_in_a_partition():
-    """INV-5."""
-    reported(STATE_INVARIANTS["INV-5"], with_partition(healthy(), replicas=(1, 2, 3, 9)))
+def test_inv_5_catches_an_unregistered_broker_in_a_shared_isr_but_not_in_replicas_or_alone():
+    """INV-5, DEC-20: an unregistered broker may stay in Replicas, and in an ISR as its sole member."""
+    reported(STATE_INVARIANTS["INV-5"], with_partition(healthy(), replicas=(1, 2, 3, 9), isr=(1, 9)))
+    assert STATE_INVARIANTS["INV-5"](with_partition(healthy(), replicas=(1, 2, 3, 9))) == []
+    assert STATE_INVARIANTS["INV-5"](with_partition(healthy(), replicas=(9, 2), isr=(9,), leader=-1)) == []
 
 
 def test_inv_6_catches_repeated_or_future_epochs():

@@ -571,3 +571,16 @@ def test_every_parameter_of_profiles_toml_has_a_test_naming_its_decision():
         for test in tests:
             assert f"_{decision}_" in test.__name__, (name, test.__name__)
             assert any(test.__name__.startswith(f"test_{rule}_") for rule in rules), (name, test.__name__)
+
+
+def test_shut_3_dec_14_kafka_lets_the_broker_go_on_the_next_heartbeat_once_the_active_brokers_caught_up():
+    """SHUT-3, DEC-14 (kafka profile): the broker shutting down is not an active broker, so its own
+    offset, recorded before the shutdown's batch existed, does not hold it back; once the active
+    brokers have applied the batch, the very next heartbeat lets it go."""
+    c = cluster("kafka", 1, 2, 3)
+    c.create_topic("solo", assignment=[[1]])
+    assert not c.heartbeat(1, want_shut_down=True).should_shut_down
+    c.heartbeat(2)
+    c.heartbeat(3)
+    granted = c.heartbeat(1, want_shut_down=True)
+    assert (granted.should_shut_down, granted.is_fenced) == (True, True)

@@ -74,6 +74,8 @@ final class Session implements AutoCloseable {
     private final Map<String, String> traceToKafkaId = new HashMap<>();
     private final Map<String, String> createdNameToTraceId = new HashMap<>();
     private final int[] formatRange;
+    /** DEC-2: in the kip-631 profile a heartbeat's offset is one more than Kafka's. */
+    private final long heartbeatOffsetShift;
     private final List<String> faults = new ArrayList<>();
     private int nextSeq = 0;
     private MetadataImage committedImage = MetadataImage.EMPTY;
@@ -85,6 +87,8 @@ final class Session implements AutoCloseable {
         this.metadataVersion = metadataVersion;
         this.neutral = neutral;
         this.formatRange = featureRange(config.get("finalized_features"), "metadata.format");
+        JsonNode profile = config.get("profile");
+        this.heartbeatOffsetShift = profile != null && profile.asText().equals("kafka") ? 0 : 1;
         long sessionMs = config.get("session_timeout_ms").asLong();
         FaultHandler faults = (message, cause) -> {
             this.faults.add(message + (cause == null ? "" : ": " + cause));
@@ -249,9 +253,9 @@ final class Session implements AutoCloseable {
 
     private CompletableFuture<JsonNode> heartbeat(JsonNode body, int version) {
         ObjectNode kafka = body.deepCopy();
-        // DEC-2: kraftspec's CurrentMetadataOffset is one more than the highest offset applied;
-        // Kafka's is the highest offset applied.
-        kafka.put("CurrentMetadataOffset", body.get("CurrentMetadataOffset").asLong() - 1);
+        // DEC-2: in the kip-631 profile CurrentMetadataOffset is one more than the highest offset
+        // applied; in the kafka profile, as in Kafka, it is the highest offset applied.
+        kafka.put("CurrentMetadataOffset", body.get("CurrentMetadataOffset").asLong() - heartbeatOffsetShift);
         short kafkaVersion = 0;
         BrokerHeartbeatRequestData request = (BrokerHeartbeatRequestData)
             Neutral.readRequest("BrokerHeartbeatRequestData", kafka, kafkaVersion);
