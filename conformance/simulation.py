@@ -196,7 +196,7 @@ class Simulation:
         process = brokers.catch_up(self.processes[b], self.state.committed_offset)
         self.processes[b] = process
         self.heartbeat_due[b] = self.state.now_ms + self.state.config.heartbeat_interval_ms
-        self.own_request = brokers.heartbeat_request(process)
+        self.own_request = brokers.heartbeat_request(process, offset_unit=self.state.config.params.heartbeat_offset)
         return f"broker {b} ({process.state.name}) sends its heartbeat", self.own_request
 
     def commit(self):
@@ -216,7 +216,7 @@ class Simulation:
         process = brokers.catch_up(self.processes[b], self.state.committed_offset)
         self.processes[b] = process
         self.heartbeat_due[b] = self.state.now_ms + self.state.config.heartbeat_interval_ms
-        self.own_request = brokers.heartbeat_request(process)
+        self.own_request = brokers.heartbeat_request(process, offset_unit=self.state.config.params.heartbeat_offset)
         return note, self.own_request
 
     def create_topic(self):

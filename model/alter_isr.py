@@ -24,7 +24,7 @@ def handle_alter_isr(state: ControllerState, request: AlterIsrRequest) -> Decisi
     registration = state.image.brokers.get(request.broker_id)
     if registration is None or registration.epoch != request.broker_epoch:
         reject("ISR-2")  # the whole request is refused
-        return Decision(response=AlterIsrResponse(Error.STALE_BROKER_EPOCH))
+        return Decision(response=AlterIsrResponse(Error.STALE_BROKER_EPOCH), refused_by="ISR-2")
 
     cite("ISR-1")
     named = Counter((t.topic_id, p.partition_index) for t in request.topics for p in t.partitions)

@@ -92,8 +92,9 @@ def on_registration_response(process: BrokerProcess, response: BrokerRegistratio
     return replace(process, epoch=response.broker_epoch)
 
 
-def heartbeat_request(process: BrokerProcess, version: int = 1) -> BrokerHeartbeatRequest:
-    """MEM-4: the flags a broker sends in its state."""
+def heartbeat_request(process: BrokerProcess, version: int = 1, offset_unit: str = "next-offset") -> BrokerHeartbeatRequest:
+    """MEM-4: the flags a broker sends in its state, and its offset in the profile's unit
+    (``heartbeat_offset``, DEC-2): one more than the highest offset applied, or the highest applied."""
     cite("MEM-4")
     want_fence = process.state == BrokerState.STARTING or (
         process.state == BrokerState.RECOVERY and not process.log_recovery_done
@@ -102,7 +103,7 @@ def heartbeat_request(process: BrokerProcess, version: int = 1) -> BrokerHeartbe
     return BrokerHeartbeatRequest(
         broker_id=process.broker_id,
         broker_epoch=process.epoch,
-        current_metadata_offset=process.next_offset,
+        current_metadata_offset=process.next_offset if offset_unit == "next-offset" else process.next_offset - 1,
         want_fence=want_fence and not want_shut_down,
         want_shut_down=want_shut_down,
         version=version,

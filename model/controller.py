@@ -95,10 +95,13 @@ def _request(state: ControllerState, request: Request) -> StepResult:
         return StepResult(state.evolve(next_seq=seq + 1), replies=(reply,), seq=seq)
     decision = WRITE_HANDLERS[type(request)](state, request)
     assert decision.response is not None, "a request's handler always decides its response"
-    state, batch = append(state, decision.records)
     changes: dict[str, Any] = {"next_seq": seq + 1}
     if decision.leases is not None:
         changes["leases"] = decision.leases
+    if decision.refused_by in state.config.params.answered_at_once:
+        cite("LOG-7")  # DEC-21, kafka profile: an error of the whole request is answered at once
+        return StepResult(state.evolve(**changes), replies=(Reply(seq, request, decision.response),), seq=seq)
+    state, batch = append(state, decision.records)
     state, replies = answer_after_commit(state, seq, request, decision.response, **changes)
     return StepResult(state, batches=(batch,) if batch else (), replies=replies, seq=seq)
 

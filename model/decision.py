@@ -15,9 +15,11 @@ class Decision:
 
     ``records`` are appended as one batch (LOG-4); ``response`` is released when they
     commit (LOG-7); ``leases`` is the controller's soft state after the request, or None
-    when the request did not touch it.
+    when the request did not touch it. ``refused_by`` names the rule that refused the request as
+    a whole, if one did: the profile says which such refusals are answered at once (DEC-21).
     """
 
     records: tuple[Record, ...] = ()
     response: Response | None = None
     leases: dict[int, Lease] | None = None
+    refused_by: str | None = None

@@ -64,7 +64,7 @@ def handle_broker_heartbeat(state: ControllerState, request: BrokerHeartbeatRequ
     cite("LEASE-2")
     if request.version not in SUPPORTED_HEARTBEAT_VERSIONS:
         reject("RPC-2")
-        return Decision(response=error_response(evolve(request, version=0), Error.UNSUPPORTED_VERSION))
+        return Decision(response=error_response(evolve(request, version=0), Error.UNSUPPORTED_VERSION), refused_by="RPC-2")
     registration = state.image.brokers.get(request.broker_id)
     if registration is None:
         return _refuse("LEASE-3", request, Error.STALE_BROKER_EPOCH)  # DEC-15: Kafka's code (the seeds name none)
@@ -93,7 +93,7 @@ def _refuse(rule: str, request: BrokerHeartbeatRequest, error: Error) -> Decisio
     reject(rule)
     if request.version >= 1:
         cite("LAO-2")
-    return Decision(response=error_response(request, error))
+    return Decision(response=error_response(request, error), refused_by=rule)
 
 
 def _transition(

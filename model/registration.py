@@ -49,10 +49,10 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
     # CONF-3, DEC-11: broker ids are not checked against controller ids
     if is_malformed(request):
         reject("REG-1")
-        return Decision(response=BrokerRegistrationResponse(Error.INVALID_REQUEST))
+        return Decision(response=BrokerRegistrationResponse(Error.INVALID_REQUEST), refused_by="REG-1")
     if request.cluster_id != state.config.cluster_id:
         reject("REG-2")
-        return Decision(response=BrokerRegistrationResponse(Error.INVALID_CLUSTER_ID))
+        return Decision(response=BrokerRegistrationResponse(Error.INVALID_CLUSTER_ID), refused_by="REG-2")
 
     existing = state.image.brokers.get(request.broker_id)
     contact = state.config.params.registration_is_contact  # DEC-6: a registration is contact in kip-631
@@ -70,10 +70,10 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
         # unless this controller has not heard from it (LEASE-14)
         if not lease.lapsed(state.now_ms, state.config) and not lease.released:
             reject("REG-4")
-            return Decision(response=BrokerRegistrationResponse(Error.DUPLICATE_BROKER_REGISTRATION))
+            return Decision(response=BrokerRegistrationResponse(Error.DUPLICATE_BROKER_REGISTRATION), refused_by="REG-4")
     if not supports_finalized_features(state, request):
         reject("REG-5")
-        return Decision(response=BrokerRegistrationResponse(Error.UNSUPPORTED_VERSION))
+        return Decision(response=BrokerRegistrationResponse(Error.UNSUPPORTED_VERSION), refused_by="REG-5")
 
     cite("REG-6")
     cite("REG-7")
@@ -104,9 +104,9 @@ def handle_unregister_broker(state: ControllerState, request: UnregisterBrokerRe
         error = Error[state.config.params.unregister_unknown_error]
         if error is Error.NONE:
             cite("UNREG-1")
-        else:
-            reject("UNREG-1")
-        return Decision(response=UnregisterBrokerResponse(error))
+            return Decision(response=UnregisterBrokerResponse(error))
+        reject("UNREG-1")
+        return Decision(response=UnregisterBrokerResponse(error), refused_by="UNREG-1")
     cite("UNREG-2")  # no liveness check: an active broker can be unregistered
     records = unregister_broker(state.image, state.leases, request.broker_id, state.config.params)
     leases = {b: lease for b, lease in state.leases.items() if b != request.broker_id}  # UNREG-3

@@ -48,6 +48,7 @@ class Profile:
     reassignment_layout: str  # DEC-18
     reassignment_completes: str  # DEC-18
     leader_epoch_on_replica_removal: bool  # DEC-17
+    answered_at_once: tuple[str, ...]  # DEC-21: rule ids
     unregister_unknown_error: str  # DEC-35
     heartbeat_offset: str  # DEC-2
     default_timings: tuple[int, int]  # DEC-12: (heartbeat interval, session timeout)

@@ -522,6 +522,40 @@ def test_lease_6_dec_13_a_heartbeat_with_a_lower_offset_is_processed_in_both_pro
 
 # ---- every parameter has its tests here -----------------------------------------------------------
 
+
+# ---- answered_at_once (DEC-21) -------------------------------------------------------------------
+
+
+@each_profile
+def test_log_7_dec_21_a_refused_request_waits_for_the_log_in_kip_631_and_is_answered_at_once_in_kafka(profile):
+    """LOG-7, DEC-21: while a registration of broker 3 is uncommitted, a registration with another
+    cluster id (REG-2) and a heartbeat of an unknown broker (LEASE-3) are refused. kip-631 holds both
+    answers until the log as it stood commits; kafka answers both in the step that handles them.
+    A refusal of part of a request (an AlterIsr partition) waits in both profiles."""
+    c = cluster(profile, 1, 2)
+    c.register(3, commit=False)
+    wrong_cluster = c.register(4, commit=False, cluster_id="another-cluster")
+    unknown = c.request(BrokerHeartbeatRequest(9, 1, 0, False, False), commit=False)
+    if profile == KIP_631:
+        assert (wrong_cluster, unknown) == (None, None)
+        c.commit()
+        seqs = sorted(c.replies)[-2:]
+        assert [c.replies[s].error_code for s in seqs] == [Error.INVALID_CLUSTER_ID, Error.STALE_BROKER_EPOCH]
+    else:
+        assert wrong_cluster.error_code == Error.INVALID_CLUSTER_ID
+        assert unknown.error_code == Error.STALE_BROKER_EPOCH
+    c.create_topic("t", assignment=[[1, 2]], commit=False)
+    assert c.alter_isr(2, "t", [2], commit=False) is None  # not the leader (ISR-5): waits in both
+
+
+def test_log_7_dec_21_only_the_listed_refusals_are_answered_at_once():
+    """LOG-7, DEC-21: the kafka profile's list names refusals of a whole request only, and the
+    kip-631 profile's is empty."""
+    assert Config.for_profile("kip-631").params.answered_at_once == ()
+    assert set(Config.for_profile("kafka").params.answered_at_once) == {
+        "REG-1", "REG-2", "REG-4", "REG-5", "LEASE-3", "LEASE-4", "RPC-2", "UNREG-1", "ISR-2"}
+
+
 PARAMETER_TESTS = {
     "lease_lapses": (
         test_lease_8_dec_7_a_lease_lapses_at_its_deadline_in_kip_631_and_a_millisecond_later_in_kafka,
@@ -534,6 +568,10 @@ PARAMETER_TESTS = {
     "shutdown_grant": (
         test_shut_3_dec_14_a_leader_is_let_go_in_the_heartbeat_that_asks_in_kip_631_and_on_a_later_one_in_kafka,
         test_shut_3_dec_14_a_broker_that_leads_nothing_is_let_go_at_once_in_both_profiles,
+    ),
+    "answered_at_once": (
+        test_log_7_dec_21_a_refused_request_waits_for_the_log_in_kip_631_and_is_answered_at_once_in_kafka,
+        test_log_7_dec_21_only_the_listed_refusals_are_answered_at_once,
     ),
     "reassignment_layout": (
         test_reassign_4_dec_18_replicas_list_the_leaving_replicas_first_in_kip_631_and_last_in_kafka,

@@ -73,6 +73,9 @@ public final class Main {
                         session = new Session(message.get("config"), metadataVersion, neutral);
                         answer = MAPPER.createObjectNode().put("type", "started").put("protocol", 1).put("name", name);
                         answer.putArray("levels").add("responses").add("state").add("records");
+                        // Both profiles: Kafka is the system under test; a kip-631 trace measures how
+                        // far Kafka is from the KIP as written, a kafka trace how far from itself.
+                        answer.putArray("profiles").add("kip-631").add("kafka");
                         // Seed 004's heartbeat version 1 field: Kafka's heartbeat response has none.
                         answer.putObject("unsupported").putArray("fields")
                             .add("BrokerHeartbeatResponse.LowestAcknowledgedOffset");

@@ -88,7 +88,8 @@ final class Session implements AutoCloseable {
         this.neutral = neutral;
         this.formatRange = featureRange(config.get("finalized_features"), "metadata.format");
         JsonNode profile = config.get("profile");
-        this.heartbeatOffsetShift = profile != null && profile.asText().equals("kafka") ? 0 : 1;
+        boolean kafkaProfile = profile != null && profile.asText().equals("kafka");
+        this.heartbeatOffsetShift = kafkaProfile ? 0 : 1;
         long sessionMs = config.get("session_timeout_ms").asLong();
         FaultHandler faults = (message, cause) -> {
             this.faults.add(message + (cause == null ? "" : ": " + cause));
@@ -108,7 +109,10 @@ final class Session implements AutoCloseable {
             .setConfigSchema(new KafkaConfigSchema(
                 Map.of(ConfigResource.Type.TOPIC, topicConfigs, ConfigResource.Type.BROKER, topicConfigs), Map.of()))
             .setSessionTimeoutNs(TimeUnit.MILLISECONDS.toNanos(sessionMs))
-            .setReplicaPlacer(new StripedReplicaPlacer(new Random(0)))
+            // DEC-26: Kafka's placer chooses at random. Under the kafka profile the adapter plugs in
+            // the profile's deterministic placement instead (a stand-in, see ProfilePlacer); under
+            // kip-631 Kafka's own placer runs, seeded, and its choices are part of what differs.
+            .setReplicaPlacer(kafkaProfile ? new ProfilePlacer() : new StripedReplicaPlacer(new Random(0)))
             .setLeaderImbalanceCheckIntervalNs(OptionalLong.empty())
             .setMaxIdleIntervalNs(OptionalLong.empty())
             .setUncleanLeaderElectionCheckIntervalMs(TimeUnit.DAYS.toMillis(365 * 100))
