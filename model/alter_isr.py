@@ -47,7 +47,8 @@ def _alter_partition(state, requester, topic_id, entry: AlterIsrPartition, named
 
     def refuse(rule: str, error: Error):
         reject(rule)
-        return None, AlterIsrPartitionResult(entry.partition_index, error)
+        unknown = state.config.params.refused_partition_fields  # DEC-15: -1 in kip-631, 0 in kafka
+        return None, AlterIsrPartitionResult(entry.partition_index, error, unknown, unknown, (), unknown)
 
     partition = image.partitions.get((topic_id, entry.partition_index))
     if partition is None:

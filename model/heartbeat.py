@@ -120,6 +120,8 @@ def _transition(
         return [], leases, False
     if request.want_shut_down:
         cite("SHUT-4")
+        if params.fenced_shutdown_refences:  # DEC-14, kafka profile: the fencing batch again
+            return _grant(image, leases, broker_id, params)
         return [], leases, True
     if not request.want_fence and is_caught_up(leases[broker_id], image.brokers[broker_id].epoch, state.config):
         cite("LEASE-10")  # DEC-1: WantFence is the prose's ShouldFence

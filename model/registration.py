@@ -13,7 +13,7 @@ from .messages import (
     UnregisterBrokerResponse,
 )
 from .partitions import unregister_broker
-from .records import BrokerEndpoint, BrokerFeature, RegisterBrokerRecord
+from .records import BrokerEndpoint, BrokerFeature, Record, RegisterBrokerRecord, UnfenceBrokerRecord
 from .rules import cite, reject
 from .state import ControllerState, Lease, replace
 
@@ -55,16 +55,13 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
         return Decision(response=BrokerRegistrationResponse(Error.INVALID_CLUSTER_ID), refused_by="REG-2")
 
     existing = state.image.brokers.get(request.broker_id)
-    contact = state.config.params.registration_is_contact  # DEC-6: a registration is contact in kip-631
-    if existing is not None and existing.incarnation_id == request.incarnation_id:
+    params = state.config.params
+    contact = params.registration_is_contact  # DEC-6: a registration is contact in kip-631
+    retry = existing if existing is not None and existing.incarnation_id == request.incarnation_id else None
+    if retry is not None and params.retry_registration == "unchanged":
         cite("REG-3")  # DEC-5: a retry gets the same result and changes nothing but the lease
-        response = BrokerRegistrationResponse(Error.NONE, existing.epoch)
-        if not contact:
-            return Decision(response=response)
-        cite("LEASE-7")
-        lease = replace(state.leases[request.broker_id], last_contact_ms=state.now_ms, released=False)
-        return Decision(response=response, leases={**state.leases, request.broker_id: lease})
-    if existing is not None:
+        return _retried(state, request, retry.epoch, records=())
+    if existing is not None and retry is None:
         lease = state.leases[request.broker_id]
         # DEC-6: the old incarnation claims the id, fenced or not, while its lease has not lapsed (DEC-7),
         # unless this controller has not heard from it (LEASE-14)
@@ -74,11 +71,28 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
     if not supports_finalized_features(state, request):
         reject("REG-5")
         return Decision(response=BrokerRegistrationResponse(Error.UNSUPPORTED_VERSION), refused_by="REG-5")
+    if retry is not None:
+        cite("REG-3")  # DEC-5, kafka profile: the retry amends the registration, keeping its epoch
+        amend: list[Record] = [registration_record(request, retry.epoch)]
+        if not retry.fenced:  # a RegisterBrokerRecord replays as fenced (REG-8)
+            amend.append(UnfenceBrokerRecord(request.broker_id, retry.epoch))
+        return _retried(state, request, retry.epoch, records=tuple(amend))
 
     cite("REG-6")
     cite("REG-7")
     epoch = state.log_end_offset  # DEC-4: the offset this record is written at; REG-7: above every earlier one
-    record = RegisterBrokerRecord(
+    cite("REG-9")  # registering writes no partition change
+    return Decision(
+        records=(registration_record(request, epoch),),
+        response=BrokerRegistrationResponse(Error.NONE, epoch),
+        # LEASE-7: a fresh lease; DEC-6: in the kafka profile it claims the id from the first heartbeat
+        leases={**state.leases, request.broker_id: Lease(state.now_ms, released=not contact)},
+    )
+
+
+def registration_record(request: BrokerRegistrationRequest, epoch: int) -> RegisterBrokerRecord:
+    """REG-6: the record of a registration with ``epoch``, carrying the request's fields."""
+    return RegisterBrokerRecord(
         broker_id=request.broker_id,
         incarnation_id=request.incarnation_id,
         broker_epoch=epoch,
@@ -88,13 +102,17 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
         ),
         rack=request.rack,
     )
-    cite("REG-9")  # registering writes no partition change
-    return Decision(
-        records=(record,),
-        response=BrokerRegistrationResponse(Error.NONE, epoch),
-        # LEASE-7: a fresh lease; DEC-6: in the kafka profile it claims the id from the first heartbeat
-        leases={**state.leases, request.broker_id: Lease(state.now_ms, released=not contact)},
-    )
+
+
+def _retried(state: ControllerState, request: BrokerRegistrationRequest, epoch: int, records: tuple[Record, ...]) -> Decision:
+    """REG-3: the answer to a retry, NONE with the registration's epoch; in the kip-631 profile the
+    retry is contact (LEASE-7, DEC-6)."""
+    response = BrokerRegistrationResponse(Error.NONE, epoch)
+    if not state.config.params.registration_is_contact:
+        return Decision(records=records, response=response)
+    cite("LEASE-7")
+    lease = replace(state.leases[request.broker_id], last_contact_ms=state.now_ms, released=False)
+    return Decision(records=records, response=response, leases={**state.leases, request.broker_id: lease})
 
 
 def handle_unregister_broker(state: ControllerState, request: UnregisterBrokerRequest) -> Decision:

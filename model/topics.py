@@ -195,4 +195,7 @@ def handle_delete_topics(state: ControllerState, request: DeleteTopicsRequest) -
             records.append(RemoveTopicRecord(topic_id))
         seen.add(name)
         results.append(DeletableTopicResult(name, topic_id, error))
-    return Decision(records=tuple(records), response=DeleteTopicsResponse(tuple(results)))
+    response = DeleteTopicsResponse(tuple(results))
+    if not any(r.error_code in (Error.NONE, Error.UNKNOWN_TOPIC_ID) for r in results):
+        return Decision(response=response, refused_by="TOPIC-10")  # no name resolved: DEC-21
+    return Decision(records=tuple(records), response=response)

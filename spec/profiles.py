@@ -44,11 +44,14 @@ class Profile:
     about: str
     lease_lapses: str  # DEC-7
     registration_is_contact: bool  # DEC-6
+    retry_registration: str  # DEC-5
+    fenced_shutdown_refences: bool  # DEC-14
     shutdown_grant: str  # DEC-14
     reassignment_layout: str  # DEC-18
     reassignment_completes: str  # DEC-18
     leader_epoch_on_replica_removal: bool  # DEC-17
     answered_at_once: tuple[str, ...]  # DEC-21: rule ids
+    refused_partition_fields: int  # DEC-15
     unregister_unknown_error: str  # DEC-35
     heartbeat_offset: str  # DEC-2
     default_timings: tuple[int, int]  # DEC-12: (heartbeat interval, session timeout)

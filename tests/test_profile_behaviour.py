@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from cluster import Cluster, topic_id
+from cluster import FEATURES, Cluster, incarnation, topic_id
 from kraftspec.model import Config, Error
 from kraftspec.model.membership import Membership, membership
-from kraftspec.model.messages import BrokerHeartbeatRequest, CreatableTopic, CreateTopicsRequest
+from kraftspec.model.messages import (
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    CreatableTopic,
+    CreateTopicsRequest,
+    Feature,
+)
 from kraftspec.model.records import NO_LEADER_CHANGE, FenceBrokerRecord, PartitionChangeRecord
 from kraftspec.spec.profiles import parameters
 
@@ -553,7 +559,80 @@ def test_log_7_dec_21_only_the_listed_refusals_are_answered_at_once():
     kip-631 profile's is empty."""
     assert Config.for_profile("kip-631").params.answered_at_once == ()
     assert set(Config.for_profile("kafka").params.answered_at_once) == {
-        "REG-1", "REG-2", "REG-4", "REG-5", "LEASE-3", "LEASE-4", "RPC-2", "UNREG-1", "ISR-2"}
+        "REG-1", "REG-2", "REG-4", "REG-5", "LEASE-3", "LEASE-4", "RPC-2", "UNREG-1", "ISR-2", "TOPIC-10"}
+
+
+
+# ---- retry_registration (DEC-5) ------------------------------------------------------------------
+
+
+@each_profile
+def test_reg_3_dec_5_a_retry_changes_nothing_in_kip_631_and_amends_the_registration_in_kafka(profile):
+    """REG-3, DEC-5: a retry with the registered incarnation id gets the same epoch in both profiles;
+    kip-631 writes nothing, kafka writes a RegisterBrokerRecord with that epoch and the retry's
+    fields (and, for an unfenced broker, an UnfenceBrokerRecord, since the record replays fenced)."""
+    c = cluster(profile, 1)
+    epoch = c.epoch(1)
+    result = c.send(BrokerRegistrationRequest(1, c.state.config.cluster_id, incarnation(1), features=FEATURES, rack="r1"))
+    c.commit()
+    assert c.replies[result.seq].broker_epoch == epoch
+    if profile == KIP_631:
+        assert c.records(result) == [] and c.state.image.brokers[1].rack is None
+    else:
+        assert [type(r).__name__ for r in c.records(result)] == ["RegisterBrokerRecord", "UnfenceBrokerRecord"]
+        assert (c.state.image.brokers[1].rack, c.state.image.brokers[1].epoch) == ("r1", epoch)
+    assert not c.state.image.brokers[1].fenced
+
+
+@each_profile
+def test_reg_5_dec_5_a_retry_with_unsupported_features_is_refused_only_in_kafka(profile):
+    """REG-5, DEC-5: kip-631 answers a retry before looking at its features; kafka checks them again."""
+    c = cluster(profile, 1)
+    retry = c.register(1, features=(Feature("metadata.format", 2, 2),))
+    assert retry.error_code == (Error.NONE if profile == KIP_631 else Error.UNSUPPORTED_VERSION)
+
+
+# ---- fenced_shutdown_refences (DEC-14) -----------------------------------------------------------
+
+
+@each_profile
+def test_shut_4_dec_14_a_fenced_broker_asking_to_shut_down_writes_nothing_in_kip_631_and_a_fence_again_in_kafka(profile):
+    """SHUT-4, DEC-14: both profiles answer ShouldShutDown at once; kafka writes the fence record again."""
+    c = cluster(profile, 1, 2)
+    c.heartbeat(1, want_fence=True)
+    result = c.send(BrokerHeartbeatRequest(1, c.epoch(1), c.caught_up_offset(), False, True))
+    c.commit()
+    assert c.replies[result.seq].should_shut_down
+    assert c.records(result) == ([] if profile == KIP_631 else [FenceBrokerRecord(1, c.epoch(1))])
+
+
+# ---- refused_partition_fields (DEC-15) -----------------------------------------------------------
+
+
+@each_profile
+def test_isr_5_dec_15_a_refused_partition_says_minus_one_in_kip_631_and_zero_in_kafka(profile):
+    """ISR-5, DEC-15: the leader and epochs of a refused AlterIsr partition are -1 in kip-631 and 0 in kafka."""
+    c = cluster(profile, 1, 2)
+    c.create_topic("t", assignment=[[1, 2]])
+    refused = c.alter_isr(2, "t", [2]).topics[0].partitions[0]
+    unknown = -1 if profile == KIP_631 else 0
+    assert refused.error_code == Error.NOT_LEADER_OR_FOLLOWER
+    assert (refused.leader_id, refused.leader_epoch, refused.partition_epoch) == (unknown, unknown, unknown)
+
+
+# ---- answered_at_once: DeleteTopics (DEC-21) -----------------------------------------------------
+
+
+@each_profile
+def test_topic_10_dec_21_a_delete_of_names_none_of_which_resolves_is_answered_at_once_only_in_kafka(profile):
+    """TOPIC-10, LOG-7, DEC-21: with a write pending, a DeleteTopics of an unknown name waits in
+    kip-631 and is answered at once in kafka; one that resolves a name waits in both."""
+    c = cluster(profile, 1)
+    c.create_topic("t", assignment=[[1]])
+    c.register(2, commit=False)
+    unknown = c.delete_topics("nope", commit=False)
+    assert (unknown is None) == (profile == KIP_631)
+    assert c.delete_topics("t", commit=False) is None
 
 
 PARAMETER_TESTS = {
@@ -573,6 +652,14 @@ PARAMETER_TESTS = {
         test_log_7_dec_21_a_refused_request_waits_for_the_log_in_kip_631_and_is_answered_at_once_in_kafka,
         test_log_7_dec_21_only_the_listed_refusals_are_answered_at_once,
     ),
+    "retry_registration": (
+        test_reg_3_dec_5_a_retry_changes_nothing_in_kip_631_and_amends_the_registration_in_kafka,
+        test_reg_5_dec_5_a_retry_with_unsupported_features_is_refused_only_in_kafka,
+    ),
+    "fenced_shutdown_refences": (
+        test_shut_4_dec_14_a_fenced_broker_asking_to_shut_down_writes_nothing_in_kip_631_and_a_fence_again_in_kafka,
+    ),
+    "refused_partition_fields": (test_isr_5_dec_15_a_refused_partition_says_minus_one_in_kip_631_and_zero_in_kafka,),
     "reassignment_layout": (
         test_reassign_4_dec_18_replicas_list_the_leaving_replicas_first_in_kip_631_and_last_in_kafka,
         test_reassign_9_dec_18_a_new_target_is_laid_out_against_the_full_current_list,
