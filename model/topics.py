@@ -25,6 +25,7 @@ from .state import ControllerState, MetadataImage
 
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_RECORDS_PER_REQUEST = 10_000  # TOPIC-11, DEC-37: Kafka's bound on the records of one operation
+MAX_PARTITIONS_PER_REQUEST = 10_000  # TOPIC-11, DEC-37: Kafka's bound on the partitions one request asks for
 _LEGAL_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
@@ -35,8 +36,27 @@ def is_legal_topic_name(name: str) -> bool:
     )
 
 
+def partitions_asked(request: CreateTopicsRequest) -> int:
+    """TOPIC-11: the partitions a request asks for, counted before any check: an assignment's
+    length, a positive count, and one for a count of -1 (Kafka's default partition count)."""
+    return sum(
+        len(t.assignments) if t.assignments else (1 if t.num_partitions == -1 else max(t.num_partitions, 0))
+        for t in request.topics
+    )
+
+
+def _policy_violation(request: CreateTopicsRequest) -> Decision:
+    """TOPIC-11: the request refused as a whole, nothing written."""
+    reject("TOPIC-11")
+    results = tuple(CreatableTopicResult(t.name, ZERO_UUID, Error.POLICY_VIOLATION) for t in request.topics)
+    return Decision(response=CreateTopicsResponse(results), refused_by="TOPIC-11")
+
+
 def handle_create_topics(state: ControllerState, request: CreateTopicsRequest) -> Decision:
     cite("TOPIC-1")
+    cite("TOPIC-11")  # DEC-37: first the partitions asked for, then, topic by topic, the records
+    if partitions_asked(request) > MAX_PARTITIONS_PER_REQUEST:
+        return _policy_violation(request)
     image = state.image  # each topic is decided on what the earlier ones left
     seen: set[str] = set()
     records: list[Record] = []
@@ -46,8 +66,7 @@ def handle_create_topics(state: ControllerState, request: CreateTopicsRequest) -
         seen.add(topic.name)
         error, created = create_topic(image, state.leases, topic, first, MAX_RECORDS_PER_REQUEST - len(records))
         if error is Error.POLICY_VIOLATION:  # TOPIC-11: the request is refused as a whole, nothing written
-            return Decision(records=(), response=CreateTopicsResponse(
-                tuple(CreatableTopicResult(t.name, ZERO_UUID, Error.POLICY_VIOLATION) for t in request.topics)))
+            return _policy_violation(request)
         if created:
             image = replay_all(image, created)
             records.extend(created)

@@ -300,10 +300,12 @@ def test_topic_11_one_request_appends_at_most_ten_thousand_records(cluster):
 
 
 def test_topic_11_an_invalid_topic_keeps_its_own_error_and_counts_nothing(cluster):
-    """TOPIC-11: a topic refused by its own checks appends nothing and is not counted; the check
-    comes after them (a huge partition count with a replication factor no broker set allows is
-    INVALID_REPLICATION_FACTOR, not POLICY_VIOLATION)."""
+    """TOPIC-11, DEC-37: a topic refused by its own checks appends nothing and is not counted in the
+    records; but the partitions a request asks for are counted first, before any check, so a huge
+    count refuses the whole request whatever else is wrong with it (Kafka 4.0 to 4.4 do the same)."""
     c = cluster()
     c.start_brokers(1)
-    bad, fine = create(c, by_count("bad", 2**31 - 1, 2), by_count("fine", 9999, 1))
+    bad, fine = create(c, by_count("bad", 5, 2), by_count("fine", 9995, 1))  # 10,000 partitions asked
     assert (bad.error_code, fine.error_code) == (Error.INVALID_REPLICATION_FACTOR, Error.NONE)
+    huge, small = create(c, by_count("huge", 2**31 - 1, 2), by_count("small", 1, 1))
+    assert (huge.error_code, small.error_code) == (Error.POLICY_VIOLATION, Error.POLICY_VIOLATION)
