@@ -51,14 +51,16 @@ def _alter_partition(state, requester, topic_id, entry: AlterIsrPartition, named
         return None, AlterIsrPartitionResult(entry.partition_index, error, unknown, unknown, (), unknown)
 
     partition = image.partitions.get((topic_id, entry.partition_index))
-    if partition is None:
-        return refuse("ISR-3", Error.UNKNOWN_TOPIC_OR_PARTITION)
+    if partition is None:  # DEC-15: Kafka's codes for an unknown topic id and an unknown partition
+        return refuse("ISR-3", Error.UNKNOWN_TOPIC_OR_PARTITION if topic_id in image.topics else Error.UNKNOWN_TOPIC_ID)
     if named[(topic_id, entry.partition_index)] > 1:
         return refuse("ISR-11", Error.INVALID_REQUEST)
-    if entry.leader_epoch != partition.leader_epoch:
+    if entry.leader_epoch > partition.leader_epoch or entry.partition_epoch > partition.partition_epoch:
+        return refuse("ISR-4", Error.NOT_CONTROLLER)  # DEC-15: epochs ahead of the controller's
+    if entry.leader_epoch < partition.leader_epoch:
         return refuse("ISR-4", Error.FENCED_LEADER_EPOCH)
     if requester != partition.leader:
-        return refuse("ISR-5", Error.NOT_LEADER_OR_FOLLOWER)
+        return refuse("ISR-5", Error[state.config.params.not_leader_error])  # DEC-15
     if entry.partition_epoch != partition.partition_epoch:  # DEC-16: topics by id, with the partition epoch
         return refuse("ISR-6", Error.INVALID_UPDATE_VERSION)
     new_isr = entry.new_isr

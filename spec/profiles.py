@@ -51,6 +51,7 @@ class Profile:
     reassignment_completes: str  # DEC-18
     leader_epoch_on_replica_removal: bool  # DEC-17
     answered_at_once: tuple[str, ...]  # DEC-21: rule ids
+    not_leader_error: str  # DEC-15
     refused_partition_fields: int  # DEC-15
     unregister_unknown_error: str  # DEC-35
     heartbeat_offset: str  # DEC-2

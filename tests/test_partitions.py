@@ -183,7 +183,7 @@ def test_isr_1_the_exchange_and_the_defaults_of_a_refused_partition():
     assert response.error_code == Error.NONE and response.topics[0].topic_id == topic_id("t")
     p = one(response)
     assert (p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.isr, p.partition_epoch) == (
-        0, Error.FENCED_LEADER_EPOCH, -1, -1, (), -1)
+        0, Error.NOT_CONTROLLER, -1, -1, (), -1)
 
 
 @pytest.mark.parametrize("who, epoch", [(9, 1), (1, 12345)], ids=["unregistered", "stale-epoch"])
@@ -196,22 +196,31 @@ def test_isr_2_a_stale_or_unknown_requester_refuses_the_whole_request(who, epoch
     assert c.records() == []
 
 
-def test_isr_3_unknown_topic_or_partition():
-    """ISR-3."""
+def test_isr_3_unknown_topic_id_or_partition():
+    """ISR-3, DEC-15: an unknown partition of a known topic, and an unknown topic id."""
     c = three_brokers()
     assert one(alter(c, 1, [AlterIsrPartition(5, 0, [1], 0)])).error_code == Error.UNKNOWN_TOPIC_OR_PARTITION
-    assert one(alter(c, 1, [AlterIsrPartition(0, 0, [1], 0)], tid=UUID(int=77))).error_code == Error.UNKNOWN_TOPIC_OR_PARTITION
+    assert one(alter(c, 1, [AlterIsrPartition(0, 0, [1], 0)], tid=UUID(int=77))).error_code == Error.UNKNOWN_TOPIC_ID
 
 
-@pytest.mark.parametrize("delta", [-1, 1])
-def test_isr_4_another_leader_epoch_is_fenced(delta):
-    """ISR-4: lower or higher."""
+@pytest.mark.parametrize("delta, error", [(-1, Error.FENCED_LEADER_EPOCH), (1, Error.NOT_CONTROLLER)], ids=["lower", "higher"])
+def test_isr_4_an_old_leader_epoch_is_fenced_and_a_newer_one_is_not_controller(delta, error):
+    """ISR-4, DEC-15: a lower leader epoch is FENCED_LEADER_EPOCH; a higher one means the requester
+    knows more than this controller, NOT_CONTROLLER."""
     c = three_brokers()
     c.heartbeat(1, want_fence=True)
     c.heartbeat(1)
     epoch = c.partition("t").leader_epoch
     response = c.alter_isr(2, "t", [2, 3], leader_epoch=epoch + delta)
-    assert one(response).error_code == Error.FENCED_LEADER_EPOCH
+    assert one(response).error_code == error
+
+
+def test_isr_4_a_partition_epoch_ahead_of_the_controllers_is_not_controller():
+    """ISR-4, DEC-15."""
+    c = three_brokers()
+    p = c.partition("t")
+    response = c.alter_isr(1, "t", [1, 2], partition_epoch=p.partition_epoch + 1)
+    assert one(response).error_code == Error.NOT_CONTROLLER
 
 
 def test_isr_5_only_the_leader_may_change_the_isr():
@@ -266,7 +275,7 @@ def test_isr_5_a_broker_in_controlled_shutdown_leads_nothing_so_it_cannot_change
     c.heartbeat(1, want_shut_down=True)  # nobody else in sync: leadership given up
     assert c.state.leases[1].in_controlled_shutdown
     assert (c.partition("t").leader, c.partition("t").isr) == (-1, (1,))
-    assert one(c.alter_isr(1, "t", [1, 2])).error_code == Error.NOT_LEADER_OR_FOLLOWER
+    assert one(c.alter_isr(1, "t", [1, 2])).error_code == Error.INVALID_REQUEST  # the kafka profile's code (DEC-15)
     assert (c.partition("t").leader, c.partition("t").isr) == (-1, (1,))
 
 
@@ -297,5 +306,5 @@ def test_isr_1_topics_are_named_by_id_so_a_recreated_name_is_safe():
     new = UUID(int=31337)
     c.request(CreateTopicsRequest([CreatableTopic("t", new, assignments=[ReplicaAssignment(0, [1, 2, 3])])]))
     response = alter(c, 1, [AlterIsrPartition(0, 0, [1, 2], 0)], tid=old)
-    assert one(response).error_code == Error.UNKNOWN_TOPIC_OR_PARTITION
+    assert one(response).error_code == Error.UNKNOWN_TOPIC_ID
     assert c.state.image.partitions[(new, 0)].isr == (1, 2, 3)

@@ -611,12 +611,14 @@ def test_shut_4_dec_14_a_fenced_broker_asking_to_shut_down_writes_nothing_in_kip
 
 @each_profile
 def test_isr_5_dec_15_a_refused_partition_says_minus_one_in_kip_631_and_zero_in_kafka(profile):
-    """ISR-5, DEC-15: the leader and epochs of a refused AlterIsr partition are -1 in kip-631 and 0 in kafka."""
+    """ISR-5, DEC-15: a partition refused because the requester is not its leader gets
+    NOT_LEADER_OR_FOLLOWER in kip-631 (seed 003) and INVALID_REQUEST in kafka; its leader and epochs
+    are -1 in kip-631 and 0 in kafka."""
     c = cluster(profile, 1, 2)
     c.create_topic("t", assignment=[[1, 2]])
     refused = c.alter_isr(2, "t", [2]).topics[0].partitions[0]
     unknown = -1 if profile == KIP_631 else 0
-    assert refused.error_code == Error.NOT_LEADER_OR_FOLLOWER
+    assert refused.error_code == (Error.NOT_LEADER_OR_FOLLOWER if profile == KIP_631 else Error.INVALID_REQUEST)
     assert (refused.leader_id, refused.leader_epoch, refused.partition_epoch) == (unknown, unknown, unknown)
 
 
@@ -660,6 +662,7 @@ PARAMETER_TESTS = {
         test_shut_4_dec_14_a_fenced_broker_asking_to_shut_down_writes_nothing_in_kip_631_and_a_fence_again_in_kafka,
     ),
     "refused_partition_fields": (test_isr_5_dec_15_a_refused_partition_says_minus_one_in_kip_631_and_zero_in_kafka,),
+    "not_leader_error": (test_isr_5_dec_15_a_refused_partition_says_minus_one_in_kip_631_and_zero_in_kafka,),
     "reassignment_layout": (
         test_reassign_4_dec_18_replicas_list_the_leaving_replicas_first_in_kip_631_and_last_in_kafka,
         test_reassign_9_dec_18_a_new_target_is_laid_out_against_the_full_current_list,
