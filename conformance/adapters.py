@@ -23,6 +23,7 @@ from kraftspec.model import messages as model_messages
 from kraftspec.model.framing import encode_record as model_encode_record
 from kraftspec.model.log import snapshot_records
 from kraftspec.model.records import RECORD_TYPES, STRUCT_TYPES
+from kraftspec.spec.profiles import DEFAULT_PROFILE, profile_names
 
 from .jsonform import fast_from_json, fast_to_json, schema_of
 
@@ -32,6 +33,8 @@ class Adapter(Protocol):
 
     name: str
     levels: tuple[str, ...]  # the comparison levels it can report (spec/traces.md)
+    # optional: profiles: tuple[str, ...], the behaviour profiles it implements (spec/profiles.toml);
+    # a trace of another profile is reported not supported. An adapter without it is given any trace.
 
     def start(self, config: dict[str, Any]) -> None: ...
 
@@ -61,22 +64,37 @@ def api_of(message_type: type) -> str:
 
 
 def model_config(config: dict[str, Any]) -> Config:
+    """The model's configuration for a trace header's ``config``; one without a profile is of the
+    default profile (spec/traces.md)."""
     return Config(
         cluster_id=config["cluster_id"],
         heartbeat_interval_ms=config["heartbeat_interval_ms"],
         session_timeout_ms=config["session_timeout_ms"],
         finalized_features=tuple(FeatureRange(name, low, high) for name, low, high in config["finalized_features"]),
+        profile=config.get("profile", DEFAULT_PROFILE),
     )
 
 
 def config_json(config: Config) -> dict[str, Any]:
-    """The trace header's form of a model configuration."""
+    """The trace header's form of a model configuration, its profile always named."""
     return {
         "cluster_id": config.cluster_id,
         "heartbeat_interval_ms": config.heartbeat_interval_ms,
         "session_timeout_ms": config.session_timeout_ms,
         "finalized_features": [[f.name, f.min_level, f.max_level] for f in config.finalized_features],
+        "profile": config.profile,
     }
+
+
+def impl_config(config: dict[str, Any]) -> ControllerConfig:
+    """impl's configuration for a trace header's ``config``, its profile included."""
+    return ControllerConfig(
+        cluster_id=config["cluster_id"],
+        heartbeat_interval_ms=config["heartbeat_interval_ms"],
+        session_timeout_ms=config["session_timeout_ms"],
+        finalized_features=tuple(tuple(f) for f in config["finalized_features"]),
+        profile=config.get("profile", DEFAULT_PROFILE),
+    )
 
 
 def make_model(path: str, kwargs: dict[str, Any]):
@@ -128,6 +146,7 @@ class ModelAdapter:
 
     name = "model"
     levels = ("responses", "state", "records")
+    profiles = profile_names()
 
     def __init__(self) -> None:
         self.state = None
@@ -202,17 +221,13 @@ class ImplAdapter:
 
     name = "impl"
     levels = ("responses", "state", "records")
+    profiles = profile_names()  # ControllerConfig takes every profile
 
     def __init__(self) -> None:
         self.controller: Controller | None = None
 
     def start(self, config: dict[str, Any]) -> None:
-        self.controller = Controller(ControllerConfig(
-            cluster_id=config["cluster_id"],
-            heartbeat_interval_ms=config["heartbeat_interval_ms"],
-            session_timeout_ms=config["session_timeout_ms"],
-            finalized_features=tuple(tuple(f) for f in config["finalized_features"]),
-        ))
+        self.controller = Controller(impl_config(config))
 
     def handle(self, event: dict[str, Any]):
         controller = self.controller

@@ -24,6 +24,7 @@ def impl_config(config: Config) -> ControllerConfig:
         heartbeat_interval_ms=config.heartbeat_interval_ms,
         session_timeout_ms=config.session_timeout_ms,
         finalized_features=tuple((f.name, f.min_level, f.max_level) for f in config.finalized_features),
+        profile=config.profile,
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from attrs import field, frozen
 
 from .adapters import Adapter, AdapterFailure
-from .trace import LEVELS, Step, Trace, step_error
+from .trace import LEVELS, Step, Trace, profile_of, step_error
 
 CHECKS_COMMITTED = ("commit", "failover", "snapshot")
 REPLY_HOW = {"differs": "differs", "missing": "expected, not released", "unexpected": "released, not expected"}
@@ -179,8 +179,19 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
     def not_supported_level() -> Verdict:  # declared: reported as not supported, not replayed
         return verdict(not_supported=f"level {level} (it reports {', '.join(adapter.levels)})")
 
+    profile = profile_of(trace.header.config)
+
+    def profile_unsupported() -> Verdict | None:  # declared: a trace of a profile it does not implement
+        profiles = getattr(adapter, "profiles", None)
+        if profiles is None or profile in profiles:
+            return None
+        return verdict(not_supported=f"profile {profile} (it implements {', '.join(profiles) or 'none'})")
+
     if level not in adapter.levels:
         return not_supported_level()
+    unsupported_profile = profile_unsupported()
+    if unsupported_profile is not None:
+        return unsupported_profile
 
     native = getattr(adapter, "replay_native", None)
     if native is not None:  # an in-process adapter compares its own objects: fast, and exact
@@ -198,6 +209,9 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
         adapter.start(trace.header.config)
         if level not in adapter.levels:  # a server says what it reports when it starts
             return not_supported_level()
+        unsupported_profile = profile_unsupported()  # and which profiles it implements
+        if unsupported_profile is not None:
+            return unsupported_profile
         watch_records = not compare_records and "records" in adapter.levels  # for the first record difference
         unsupported = getattr(adapter, "unsupported", None) or {}
         without = Unsupported(unsupported.get("fields", ()))

@@ -45,6 +45,8 @@ import weakref
 from collections import deque
 from typing import Any
 
+from kraftspec.spec.profiles import DEFAULT_PROFILE, profile_names
+
 from .adapters import AdapterFailure, ImplAdapter, ModelAdapter
 from .trace import LEVELS
 
@@ -480,6 +482,7 @@ class SubprocessAdapter:
         self._given_name = name
         self.name = name or f"{SPEC_PREFIX}{command if isinstance(command, str) else shlex.join(command)}"
         self.levels: tuple[str, ...] = LEVELS  # until the process says what it reports (in "started")
+        self.profiles: tuple[str, ...] = profile_names()  # until the process says which it implements (in "started")
         self.unsupported: dict[str, list[str]] = {}  # what it declares it does not support (in "started")
         self._server: _Server | None = None
         self._stop_server = None  # the finalizer that stops it
@@ -523,6 +526,11 @@ class SubprocessAdapter:
                 and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in unsupported.values())):
             self._fail(f"start: unsupported must be an object with lists of names under fields and requests; got {unsupported!r}")
         self.unsupported = unsupported
+        profiles = answer.get("profiles", [DEFAULT_PROFILE])  # a server that names none implements the default one
+        if not (isinstance(profiles, list) and profiles and all(isinstance(p, str) for p in profiles)):
+            self._fail(f"start: profiles must list the behaviour profiles it implements, some of "
+                       f"{', '.join(profile_names())}; got {profiles!r}")
+        self.profiles = tuple(profiles)
         self.name = self._given_name or str(answer.get("name") or self.name)
 
     def prepare(self, trace, level: str, checks: list[bool]) -> None:

@@ -21,6 +21,7 @@ from attrs import field, frozen
 
 from kraftspec.model import Config, ConfigError, FeatureRange
 from kraftspec.spec import SPEC_VERSION
+from kraftspec.spec.profiles import DEFAULT_PROFILE, profile_names
 from kraftspec.spec.schemas import INT_RANGES, record_schemas
 
 from .jsonform import FormError, check_form, describe, in_versions, schema_of, valid_text
@@ -145,11 +146,15 @@ class Trace:
     @property
     def name(self) -> str:
         """The trace's name: a hash of its content, its description left out, so that naming a
-        regression trace does not rename it."""
+        regression trace does not rename it, and its profile left out when it is the default one,
+        which a header without a profile has, so that traces written before profiles keep their
+        names (spec/traces.md)."""
         name = self._cache.get("name")
         if name is None:
             header = self.header.to_json(len(self.steps))
             del header["description"]
+            if header["config"].get("profile") == DEFAULT_PROFILE:
+                header["config"] = {k: v for k, v in header["config"].items() if k != "profile"}
             digest = hashlib.sha256(canonical(header).encode())
             for line in self.step_lines():
                 digest.update(b"\n" + line.encode())
@@ -194,6 +199,7 @@ def _header_fields(header: Header) -> dict[str, Any]:
 
 HEADER_KEYS = {"type", "format", "format_version", "spec_version", "generator", "seed", "config", "description", "steps"}
 CONFIG_KEYS = {"cluster_id", "heartbeat_interval_ms", "session_timeout_ms", "finalized_features"}
+CONFIG_OPTIONAL_KEYS = {"profile"}  # a header without one is of the default profile (written before profiles)
 STEP_KEYS = {"type", "n", "event", "seq", "records", "replies", "rules", "rejected_by"}
 STEP_OPTIONAL_KEYS = {"committed"}
 EVENT_KEYS = {
@@ -318,8 +324,9 @@ def _check_header(obj: Any, check: _Checker) -> Header:
 
 
 def _check_config(config: dict, check: _Checker) -> dict:
-    """The controller's configuration: each value of its type, then as the model accepts it."""
-    check.keys(config, CONFIG_KEYS, where="config")
+    """The controller's configuration: each value of its type, then as the model accepts it. The
+    configuration returned names its profile: the default one when the header names none."""
+    check.keys(config, CONFIG_KEYS, CONFIG_OPTIONAL_KEYS, where="config")
     if not check.text(config, "cluster_id", "config"):
         check.fail("config.cluster_id", "empty")
     for key in ("heartbeat_interval_ms", "session_timeout_ms"):
@@ -331,12 +338,22 @@ def _check_config(config: dict, check: _Checker) -> dict:
                 and all(type(x) is int and low <= x <= high for x in feature[1:])):
             check.fail(f"config.finalized_features[{i}]", f"expected [name, min level, max level] with int16 levels, "
                        f"got {describe(feature) if not isinstance(feature, list) else json.dumps(feature)[:60]}")
+    profile = DEFAULT_PROFILE
+    if "profile" in config:
+        profile = check.text(config, "profile", "config")
+        if profile not in profile_names():
+            check.fail("config.profile", f"unknown profile {describe(profile)}; the profiles are {', '.join(profile_names())}")
     try:  # what else the model refuses (CONF-2, feature names and levels), in its words
         Config(config["cluster_id"], config["heartbeat_interval_ms"], config["session_timeout_ms"],
-               tuple(FeatureRange(name, lo, hi) for name, lo, hi in features))
+               tuple(FeatureRange(name, lo, hi) for name, lo, hi in features), profile=profile)
     except ConfigError as problem:
         check.fail("config", str(problem))
-    return config
+    return config if "profile" in config else {**config, "profile": profile}
+
+
+def profile_of(config: dict[str, Any]) -> str:
+    """The profile a trace header's configuration names: the default one when it names none."""
+    return config.get("profile", DEFAULT_PROFILE)
 
 
 class _Run:

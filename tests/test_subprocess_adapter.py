@@ -309,6 +309,68 @@ def test_a_long_answer_arriving_in_pieces_is_read_whole(tmp_path):
         assert adapter.name == "x" * 5_000_000
 
 
+# ---- behaviour profiles: the header's profile goes to the server, which lists what it implements ---------
+
+
+def kafka_walk(seed: int, steps: int):
+    from kraftspec.model import Config
+
+    return walk(seed, steps, config=Config.for_profile("kafka"))
+
+
+def test_the_example_server_lists_every_profile_and_is_given_each_traces_profile(server):
+    adapter = server()
+    for trace in (walk(4, 60), kafka_walk(4, 60)):
+        verdict = replay(trace, adapter, "responses")
+        assert verdict.not_supported is None and verdict.steps > 0
+        assert adapter.profiles == ("kip-631", "kafka")
+
+
+def test_a_trace_of_a_profile_the_server_does_not_list_is_not_supported_and_not_replayed(server):
+    adapter = server("--profiles", "kip-631")
+    verdict = replay(kafka_walk(2, 30), adapter, "records")
+    assert not verdict.passed and verdict.divergence is None and verdict.steps == 0
+    assert verdict.not_supported == "profile kafka (it implements kip-631)"
+    assert verdict.report().startswith("NOT SUPPORTED ")
+    assert replay(walk(2, 30), adapter, "records").passed  # the same process serves a trace of its profile
+
+
+def test_a_server_that_lists_no_profiles_implements_kip_631_and_gets_the_header_profile_in_start(tmp_path):
+    """The config of start is the header's, profile included: this server names itself after it."""
+    script = tmp_path / "before_profiles.py"
+    script.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+        "    if m['type'] == 'start':\n"
+        "        a = {'type': 'started', 'protocol': 1, 'name': m['config']['profile'], 'levels': ['responses']}\n"
+        "    elif m['type'] == 'event':\n"
+        "        a = {'type': 'error', 'n': m['n'], 'message': 'no controller here'}\n"
+        "    else:\n"
+        "        a = {'type': 'stopped'}\n"
+        "    print(json.dumps(a), flush=True)\n"
+    )
+    with SubprocessAdapter([sys.executable, str(script)], timeout=5.0, start_timeout=LAUNCH) as adapter:
+        verdict = replay(kafka_walk(1, 10), adapter, "responses")
+        assert adapter.name == "kafka" and adapter.profiles == ("kip-631",)
+        assert verdict.not_supported == "profile kafka (it implements kip-631)" and verdict.steps == 0
+        verdict = replay(walk(1, 10), adapter, "responses")  # kip-631: replayed (and failed by the errors)
+        assert adapter.name == "kip-631" and verdict.divergence.part == "adapter"
+
+
+def test_a_malformed_profiles_list_is_a_fault_of_the_server(tmp_path):
+    script = tmp_path / "bad_profiles.py"
+    script.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    a = {'type': 'started', 'protocol': 1, 'name': 'x', 'levels': ['responses'], 'profiles': 'kafka'}\n"
+        "    print(json.dumps(a), flush=True)\n"
+    )
+    with SubprocessAdapter([sys.executable, str(script)], timeout=5.0, start_timeout=LAUNCH) as adapter:
+        with pytest.raises(AdapterFailure, match="profiles must list the behaviour profiles it implements"):
+            adapter.start(CONFIG)
+
+
 # ---- bounded, owned, honest: the line limit and the server's whole process tree ---------------------
 
 STARTED = '{"type":"started","protocol":1,"name":"fake","levels":["responses"]}'

@@ -149,6 +149,9 @@ MUTATIONS = {
     "feature-min-above-max": (edit_header(setter("config", "finalized_features", [["metadata.format", 2, 1]])), "config: finalized feature metadata.format"),
     "feature-level-a-boolean": (edit_header(setter("config", "finalized_features", [["metadata.format", True, 1]])), "config.finalized_features[0]"),
     "config-unknown-field": (edit_header(setter("config", "controller_quorum", 3)), "config.controller_quorum"),
+    "profile-unknown": (edit_header(setter("config", "profile", "kip-632")),
+                        'config.profile: unknown profile "kip-632"; the profiles are kip-631, kafka'),
+    "profile-a-number": (edit_header(setter("config", "profile", 7)), "config.profile: expected a string, got 7"),
     "format-version-a-string": (edit_header(setter("format_version", "1")), "format_version"),
     "steps-negative": (edit_header(setter("steps", -1)), "steps"),
     "seed-a-string": (edit_header(setter("seed", "7")), "seed"),
@@ -382,3 +385,35 @@ def test_an_unknown_and_a_missing_field_are_named_at_any_depth():
     del data["Topics"][0]["Partitions"][0]["Colour"], data["Topics"][0]["Partitions"][0]["NewIsr"]
     with pytest.raises(FormError, match=r"^Topics\[0\]\.Partitions\[0\]\.NewIsr: missing"):
         check_form(data, "AlterIsrRequest")
+
+
+# ---- the profile in the header -------------------------------------------------------------------
+
+
+def header_lines(config_change, lines=LINES) -> list[str]:
+    header = json.loads(lines[0])
+    config_change(header["config"])
+    return [json.dumps(header), *lines[1:]]
+
+
+def test_a_header_without_a_profile_reads_as_kip_631_and_keeps_its_name():
+    """Traces written before profiles (their headers name none) still read, as kip-631 traces, and
+    their names do not change when they are written again with the profile named."""
+    from kraftspec.conformance.adapters import ModelAdapter, model_config
+    from kraftspec.conformance.generate import walk
+    from kraftspec.conformance.replay import replay
+
+    recorded = walk(9, 60)
+    assert json.loads(recorded.lines()[0])["config"]["profile"] == "kip-631"  # written, it names its profile
+    without = parse(header_lines(lambda config: config.pop("profile"), recorded.lines()), "old.jsonl")
+    assert without.header.config["profile"] == "kip-631" and model_config(without.header.config).profile == "kip-631"
+    assert without == recorded and without.name == recorded.name and without.lines() == recorded.lines()
+    assert replay(without, ModelAdapter(), "records").passed
+    corpus = parse(header_lines(lambda config: config.pop("profile", None)), "corpus.jsonl")  # a corpus trace, the same way
+    assert corpus.header.config["profile"] == "kip-631" and corpus.name == SOURCE.stem
+
+
+def test_a_trace_of_another_profile_has_another_name():
+    kip = parse(header_lines(lambda config: config.update(profile="kip-631")), "kip.jsonl")
+    kafka = parse(header_lines(lambda config: config.update(profile="kafka")), "kafka.jsonl")
+    assert kafka.header.config["profile"] == "kafka" and kafka.name != kip.name

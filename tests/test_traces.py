@@ -21,6 +21,17 @@ def test_every_line_of_a_generated_trace_follows_the_published_schema():
         jsonschema.validate(json.loads(line), SCHEMA)
 
 
+def test_the_published_schema_names_every_profile_and_a_kafka_trace_follows_it():
+    from kraftspec.model import Config
+    from kraftspec.spec.profiles import DEFAULT_PROFILE, profile_names
+
+    profile = SCHEMA["$defs"]["header"]["properties"]["config"]["properties"]["profile"]
+    assert tuple(profile["enum"]) == profile_names() and profile["default"] == DEFAULT_PROFILE
+    assert "profile" not in SCHEMA["$defs"]["header"]["properties"]["config"]["required"]  # older traces lack it
+    for line in walk(3, 40, config=Config.for_profile("kafka")).lines():
+        jsonschema.validate(json.loads(line), SCHEMA)
+
+
 def test_the_same_seed_gives_the_same_trace_and_name_and_the_description_does_not_rename_it():
     a, b = walk(11, 60), walk(11, 60)
     assert a.lines() == b.lines() and a.name == b.name

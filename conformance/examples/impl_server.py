@@ -23,10 +23,12 @@ import sys
 import time
 
 from kraftspec.conformance.adapters import ImplAdapter
+from kraftspec.spec.profiles import profile_names
 
 PROTOCOL = 1
 NAME = "kraftspec impl (example server)"
 LEVELS = ["responses", "state", "records"]
+PROFILES = list(profile_names())  # impl's configuration takes every behaviour profile of spec/profiles.toml
 encode = json.JSONEncoder(separators=(",", ":")).encode  # compact: json.dumps with separators, built once
 
 
@@ -52,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     lacks.add_argument("--unsupported-request", action="append", default=[], metavar="API",
                        help="declare this request unsupported in started (e.g. AlterIsr)")
     lacks.add_argument("--levels", default=",".join(LEVELS), help="the levels listed in started (default: all three)")
+    lacks.add_argument("--profiles", default=",".join(PROFILES),
+                       help=f"the behaviour profiles listed in started (default: {','.join(PROFILES)})")
     return parser
 
 
@@ -95,9 +99,10 @@ def handle(controller: ImplAdapter, message: dict, args: argparse.Namespace | No
         if message.get("protocol") != PROTOCOL:
             return {"type": "error", "message": f"this server speaks protocol {PROTOCOL}, not {message.get('protocol')!r}"}
         controller.start(message["config"])  # a fresh controller, whatever came before
-        started = {"type": "started", "protocol": PROTOCOL, "name": NAME, "levels": LEVELS}
+        started = {"type": "started", "protocol": PROTOCOL, "name": NAME, "levels": LEVELS, "profiles": PROFILES}
         if args is not None:
             started["levels"] = args.levels.split(",")
+            started["profiles"] = args.profiles.split(",")
             unsupported = {"fields": args.without_field if args.declare else [], "requests": args.unsupported_request}
             started["unsupported"] = {key: value for key, value in unsupported.items() if value}
         return started
