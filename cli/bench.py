@@ -20,6 +20,9 @@ behind the example server), then warm and in process (Bench.java in the adapter'
 impl's Controller API) heartbeats and a record-producing mix of ISR changes, against the goal of
 at least 0.5x Kafka. The load average is printed, and a warning when the spread is too wide for the
 ratio to mean anything.
+
+``--profile NAME`` builds every controller, model configuration and walk of the workloads under
+that behaviour profile, with its default timings (default kip-631).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
+
+from kraftspec.spec.profiles import DEFAULT_PROFILE
 
 GOALS = {
     "heartbeats_per_s": 250_000,
@@ -53,14 +58,32 @@ def say(out, text: str) -> None:
 # ---- building clusters in impl --------------------------------------------------------
 
 
-def impl_cluster(partitions: int, brokers: int, directory: str | None = None):
-    """An impl controller holding ``partitions`` partitions over ``brokers`` unfenced brokers,
-    replicas placed round-robin (partition p on p, p+1, p+2 mod brokers), so that every broker
-    leads partitions/brokers partitions and follows twice as many. Committed."""
+def impl_config(profile: str = DEFAULT_PROFILE):
+    """impl's configuration of behaviour ``profile``, with the profile's default timings."""
+    from kraftspec.impl.config import ControllerConfig
+    from kraftspec.spec.profiles import profile as profile_named
+
+    interval, timeout = profile_named(profile).default_timings
+    return ControllerConfig(heartbeat_interval_ms=interval, session_timeout_ms=timeout, profile=profile)
+
+
+def model_config(profile: str = DEFAULT_PROFILE):
+    """The model's configuration of behaviour ``profile``, with the profile's default timings."""
+    from kraftspec.model import Config
+
+    return Config.for_profile(profile)
+
+
+def impl_cluster(partitions: int, brokers: int, directory: str | None = None, profile: str = DEFAULT_PROFILE):
+    """An impl controller of behaviour ``profile`` holding ``partitions`` partitions over
+    ``brokers`` unfenced brokers, replicas placed round-robin (partition p on p, p+1, p+2 mod
+    brokers), so that every broker leads partitions/brokers partitions and follows twice as many.
+    Committed."""
     from kraftspec.impl.controller import Controller
     from kraftspec.impl.messages import PartitionRecord, RegisterBrokerRecord, TopicRecord, UnfenceBrokerRecord
 
-    controller = Controller.open(directory) if directory else Controller()
+    config = impl_config(profile)
+    controller = Controller.open(directory, config=config) if directory else Controller(config)
     per_topic = 1000
     chunk = []
 
@@ -131,7 +154,7 @@ def timed_heartbeat(controller, broker_id: int, **flags) -> tuple[float, object]
 # ---- the model ------------------------------------------------------------------------
 
 
-def model_heartbeat_rate(partitions: int, brokers: int, count: int) -> float:
+def model_heartbeat_rate(partitions: int, brokers: int, count: int, profile: str = DEFAULT_PROFILE) -> float:
     from kraftspec.model import Commit, initial_state, step
     from kraftspec.model.messages import (
         BrokerHeartbeatRequest,
@@ -141,7 +164,7 @@ def model_heartbeat_rate(partitions: int, brokers: int, count: int) -> float:
         Feature,
     )
 
-    state = initial_state()
+    state = initial_state(model_config(profile))
     features = [Feature("metadata.format", 1, 1)]
     for b in range(brokers):
         state = step(state, BrokerRegistrationRequest(b, state.config.cluster_id, uuid.UUID(int=b + 1), features=features)).state
@@ -214,20 +237,20 @@ def median_of(runs: int, measure: Callable[..., float], *args: Any) -> float:
     return statistics.median(measure(*args) for _ in range(runs))
 
 
-def bench_impl(scale: float, out) -> dict:
-    figures: dict = {"scale": scale}
+def bench_impl(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
+    figures: dict = {"scale": scale, "profile": profile}
     small_p, small_b = 1000, 10
     big_p, big_b = int(1_000_000 * scale), max(10, int(1000 * scale))
     count = int(300_000 * max(scale, 0.1))
 
     say(out, f"heartbeats per second, one core (median of 3 runs of {count:,})")
-    small = impl_cluster(small_p, small_b)
+    small = impl_cluster(small_p, small_b, profile=profile)
     figures["heartbeats_small_v1"] = median_of(3, heartbeat_rate, small, small_b, 1, count)
     figures["heartbeats_small_v0"] = median_of(3, heartbeat_rate, small, small_b, 0, count)
     say(out, f"  {small_b} brokers / {small_p:,} partitions: v1 {figures['heartbeats_small_v1']:,.0f}/s, v0 {figures['heartbeats_small_v0']:,.0f}/s "
              f"(goal {GOALS['heartbeats_per_s']:,}/s: {verdict(figures['heartbeats_small_v1'], GOALS['heartbeats_per_s'], True)})")
     start = time.perf_counter()
-    big = impl_cluster(big_p, big_b)
+    big = impl_cluster(big_p, big_b, profile=profile)
     say(out, f"  (built {big_b:,} brokers / {big_p:,} partitions in {time.perf_counter() - start:.1f} s)")
     figures["heartbeats_big_v1"] = median_of(3, heartbeat_rate, big, big_b, 1, count)
     ratio = figures["heartbeats_big_v1"] / figures["heartbeats_small_v1"]
@@ -252,11 +275,11 @@ def bench_impl(scale: float, out) -> dict:
     for partitions in sorted({int(10_000 * max(scale, 0.1)), int(100_000 * scale), big_p}):
         brokers = max(3, partitions // 1000)
         times = []
-        shared = big if partitions == big_p else impl_cluster(partitions, brokers) if brokers >= 15 else None
+        shared = big if partitions == big_p else impl_cluster(partitions, brokers, profile=profile) if brokers >= 15 else None
         for broker_id in measured_brokers(brokers, 5):
             # brokers far apart hold no partition in common, so one fencing does not change what the
             # next one holds; a cluster too small for that is built afresh for each run
-            cluster = shared or impl_cluster(partitions, brokers)
+            cluster = shared or impl_cluster(partitions, brokers, profile=profile)
             seconds, _ = timed_heartbeat(cluster, broker_id, want_fence=True)
             times.append(seconds)
             cluster.commit(cluster.log_end_offset)
@@ -275,7 +298,7 @@ def bench_impl(scale: float, out) -> dict:
 
     say(out, f"the model on the small workload ({small_b} brokers / {small_p:,} partitions)")
     model_count = max(2000, count // 30)
-    figures["model_heartbeats_small"] = median_of(3, model_heartbeat_rate, small_p, small_b, model_count)
+    figures["model_heartbeats_small"] = median_of(3, model_heartbeat_rate, small_p, small_b, model_count, profile)
     figures["impl_model_ratio"] = figures["heartbeats_small_v0"] / figures["model_heartbeats_small"]
     say(out, f"  model {figures['model_heartbeats_small']:,.0f} heartbeats/s; impl/model {figures['impl_model_ratio']:.0f}x")
     return figures
@@ -284,21 +307,22 @@ def bench_impl(scale: float, out) -> dict:
 CONFORMANCE_GOALS = {"replay_events_per_s": 100_000, "generate_events_per_s": 30_000, "subprocess_events_per_s": 20_000}
 
 
-def bench_conformance(scale: float, out) -> dict:
+def bench_conformance(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
     """Issue 4's throughput figures: generation by the model, replay of impl in process (at each
     level, the conversion of the trace into impl's objects included), replay through the
-    subprocess adapter. The same walks for all three."""
+    subprocess adapter. The same walks for all three, recorded under ``profile``."""
     from kraftspec.conformance.adapters import ImplAdapter
     from kraftspec.conformance.generate import walk
     from kraftspec.conformance.replay import replay
 
-    figures: dict = {"scale": scale}
+    figures: dict = {"scale": scale, "profile": profile}
+    config = model_config(profile)
     seeds, steps = range(max(4, int(200 * scale))), 200
     say(out, f"generating {len(seeds)} walks of {steps} events with the model (median of 3 runs)")
 
     def generate():
         start = time.perf_counter()
-        traces = [walk(seed, steps) for seed in seeds]
+        traces = [walk(seed, steps, config=config) for seed in seeds]
         for trace in traces:
             _ = trace.name  # naming a trace is part of producing it
         return traces, time.perf_counter() - start
@@ -533,21 +557,22 @@ def compare(name: str, kafka_runs: list[float], impl_runs: list[float], unit: st
     return figure
 
 
-def bench_kafka(scale: float, out, version: str) -> dict:
+def bench_kafka(scale: float, out, version: str, profile: str = DEFAULT_PROFILE) -> dict:
     """impl against Apache Kafka's QuorumController: over the protocol, then warm and in process,
-    the two interleaved round by round."""
+    the two interleaved round by round. The walks and impl's controller are of ``profile``."""
     from kraftspec.conformance.generate import walk
     from kraftspec.conformance.subprocess_adapter import SubprocessAdapter, adapter_from_spec
 
     quick = scale < 1
     rounds = 2 if quick else 5
-    figures: dict = {"scale": scale, "kafka_version": version, "rounds": rounds, "load_average": {"start": load_average()}}
+    figures: dict = {"scale": scale, "kafka_version": version, "rounds": rounds, "profile": profile,
+                     "load_average": {"start": load_average()}}
     say(out, f"load average {load_average()} (1, 5, 15 minutes) on {os.cpu_count()} cores; "
              f"figures are medians of {rounds} interleaved rounds, Kafka then impl")
 
     # ---- over the protocol ----
     seeds, steps = range(max(2, int(40 * scale))), 200
-    traces = [walk(seed, steps) for seed in seeds]
+    traces = [walk(seed, steps, config=model_config(profile)) for seed in seeds]
     say(out, f"over the protocol: {len(traces)} walks of {steps} events, every event sent, answers not compared "
              f"(Kafka {version} through --adapter kafka; impl behind the example server)")
     servers = {"Kafka": adapter_from_spec(f"kafka:{version}"),
@@ -580,7 +605,7 @@ def bench_kafka(scale: float, out, version: str) -> dict:
         for _ in range(1 if quick else 5):
             kafka.run(f"heartbeats {count}")
             kafka.run(f"mix {mix_rounds}")
-        controller = impl_cluster(partitions, brokers)
+        controller = impl_cluster(partitions, brokers, profile=profile)
         mix = ImplIsrMix(controller, partitions)
         impl_heartbeats(controller, brokers, count)  # impl's warm-up: its caches, one round
         mix.run(max(2, mix_rounds // 10))
@@ -627,22 +652,28 @@ def add_parser(commands) -> None:
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     bench.add_argument("--kafka-version", metavar="VERSION", default=None,
                        help="with kafka: the Apache Kafka release to measure (default: the Kafka adapter's, 4.4.0)")
+    from kraftspec.cli import add_profile_option
+
+    add_profile_option(bench, "the behaviour profile of the workloads' controllers, model configurations and walks, "
+                       "with its default timings")
 
 
 def run(args, out=None) -> int:
     out = out or sys.stdout
     scale = 0.01 if args.quick else 1.0
-    say(out, f"kraftspec bench {args.target}{' --quick' if args.quick else ''} (pid {os.getpid()}, {os.cpu_count()} cores)")
+    profile = args.profile
+    shown = "" if profile == DEFAULT_PROFILE else f" --profile {profile}"
+    say(out, f"kraftspec bench {args.target}{' --quick' if args.quick else ''}{shown} (pid {os.getpid()}, {os.cpu_count()} cores)")
     if args.target == "spark":
         from kraftspec.bench_spark import bench_spark
 
-        figures = bench_spark(scale, out, say)
+        figures = bench_spark(scale, out, say, profile)
     elif args.target == "kafka":
         from kraftspec.conformance.kafka import DEFAULT_VERSION, parse_spec
 
         try:
             version, _ = parse_spec(f"kafka:{args.kafka_version or DEFAULT_VERSION}")
-            figures = bench_kafka(scale, out, version)
+            figures = bench_kafka(scale, out, version, profile)
         except ValueError as problem:  # no Java or Maven, a release that does not resolve, a malformed version
             print(f"kraftspec: error: {problem}", file=sys.stderr)
             return 2
@@ -653,7 +684,7 @@ def run(args, out=None) -> int:
         print("kraftspec: error: --kafka-version goes with the kafka target only", file=sys.stderr)
         return 2
     else:
-        figures = bench_impl(scale, out) if args.target == "impl" else bench_conformance(scale, out)
+        figures = bench_impl(scale, out, profile) if args.target == "impl" else bench_conformance(scale, out, profile)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(figures, f, indent=2, default=str)

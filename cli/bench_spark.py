@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 from multiprocessing import get_context
 
+from kraftspec.spec.profiles import DEFAULT_PROFILE
+
 GOAL_SPEEDUP = 1.7  # local[2] against one process
 GOAL_OF_POOL = 0.9  # local[2] against a 2-process pool
 GOAL_TRACES, GOAL_MINUTES = 1_000_000, 20
@@ -20,15 +22,15 @@ def _count(seeds: range, workload) -> int:
     return sum(1 for _ in check_seeds(seeds, workload))
 
 
-def bench_spark(scale: float, out, say) -> dict:
+def bench_spark(scale: float, out, say, profile: str = DEFAULT_PROFILE) -> dict:
     from kraftspec.conformance.spark import Workload, _task, session, slices
 
     traces = max(80, int(8000 * scale))  # smaller runs leave Spark's fixed costs unspread (2,000: 1.64x, 83%)
-    workload = Workload(traces, first_seed=1_000_000, steps=50, keep_traces="none")
+    workload = Workload(traces, first_seed=1_000_000, steps=50, keep_traces="none", profile=profile)
     cut = slices(workload.seeds, 16)
     say(out, f"the workload: {traces:,} traces of {workload.steps} events (walk + replay against impl, level records), "
         f"in {len(cut)} slices")
-    figures: dict = {"traces": traces, "steps": workload.steps}
+    figures: dict = {"traces": traces, "steps": workload.steps, "profile": profile}
 
     def record(name: str, seconds: float) -> None:
         figures[name] = {"seconds": round(seconds, 2), "traces_per_second": round(traces / seconds, 1),

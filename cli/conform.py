@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from kraftspec.cli import bounded
+from kraftspec.cli import add_profile_option, bounded
 
 DEFAULT_TRACES = 20_000
 DEFAULT_MASTER = "local[*,4]"  # all cores; a failed task is tried up to 4 times
@@ -68,6 +68,8 @@ def add_parser(commands) -> None:
                          help="enumerate every event sequence of a small scope instead of random walks")
     conform.add_argument("--depth", type=bounded("--depth", 1, 8), default=3,
                          help="events after the warm start, with --exhaustive (default 3)")
+    add_profile_option(conform, "the behaviour profile to generate the traces under, with its default timings "
+                       "(a subprocess server that does not list it reports every trace not supported)")
 
 
 def run(args) -> int:
@@ -77,7 +79,7 @@ def run(args) -> int:
     if out.exists():
         return _bad(f"--out {out}: the folder exists; give another, or remove it (results are never overwritten)")
     workload = Workload(args.traces, args.first_seed, args.steps, args.adapter, args.level, args.brokers,
-                        args.partitions, args.keep_traces)
+                        args.partitions, args.keep_traces, profile=args.profile)
     if not args.exhaustive:
         refused = _preflight(workload)
         if refused is not None:
@@ -207,8 +209,8 @@ def _conform(spark, workload, args, out: Path) -> int:
     from kraftspec.conformance.spark import run_job, summarize, write_divergences
 
     print(f"kraftspec conform: {workload.traces:,} traces of {workload.steps} events (seeds {workload.seeds.start}.."
-          f"{workload.seeds.stop - 1}), adapter {workload.adapter}, level {workload.level}, master "
-          f"{spark.sparkContext.master}", flush=True)
+          f"{workload.seeds.stop - 1}), profile {workload.profile}, adapter {workload.adapter}, level {workload.level}, "
+          f"master {spark.sparkContext.master}", flush=True)
     started = time.perf_counter()
     with _TaskProgress(spark, "replaying", workload.traces * workload.steps):
         results = run_job(spark, workload, out, args.tasks)
@@ -338,7 +340,7 @@ def report_html(data: dict, out: Path = Path(".")) -> str:
 summary{{cursor:pointer;font-size:13px}} a{{color:#1a4f9c;text-decoration:none}} a:hover{{text-decoration:underline}}</style></head><body>
 <h1>kraftspec conform</h1>
 <p>{data['traces']:,} traces of {w['steps']} events (seeds {w['first_seed']}..{w['first_seed'] + w['traces'] - 1}),
-adapter <code>{esc(w['adapter'])}</code>, level {esc(w['level'])}, spec {esc(data['spec_version'])}:
+profile {esc(w.get('profile', 'kip-631'))}, adapter <code>{esc(w['adapter'])}</code>, level {esc(w['level'])}, spec {esc(data['spec_version'])}:
 <b>{data['passed']:,} passed, {data['failed']:,} failed</b>; {data['events']:,} events in {data['seconds']} s.</p>
 <table><tr><th>level</th><th>passed</th><th>failed</th><th>not reached</th></tr>{levels}</table>
 <p>A trace is compared level by level; the levels after the first one it fails at are not reached.</p>
@@ -359,10 +361,12 @@ in red the rules no trace reached. Each rule links to its definition in the spec
 def _exhaustive(spark, args, out: Path) -> int:
     from kraftspec.conformance.exhaustive import Scope
     from kraftspec.conformance.spark_exhaustive import explore
+    from kraftspec.model import Config
 
-    scope = Scope(brokers=args.brokers or 3, partitions=args.partitions or 2)
+    scope = Scope(brokers=args.brokers or 3, partitions=args.partitions or 2, config=Config.for_profile(args.profile))
     print(f"kraftspec conform --exhaustive: {scope.brokers} brokers, {scope.partitions} partitions, depth {args.depth}, "
-          f"adapter {args.adapter}, level {args.level}, master {spark.sparkContext.master}", flush=True)
+          f"profile {args.profile}, adapter {args.adapter}, level {args.level}, master {spark.sparkContext.master}",
+          flush=True)
 
     def show(level) -> None:
         print(f"  depth {level.depth}: {level.states:,} new states, {level.transitions:,} events, {level.seconds:.1f} s",

@@ -100,14 +100,15 @@ def explain(args: argparse.Namespace, parser: argparse.ArgumentParser, out: Text
         timing["heartbeat_interval_ms"] = args.heartbeat_interval_ms
     if args.session_timeout_ms is not None:
         timing["session_timeout_ms"] = args.session_timeout_ms
-    try:
-        config = Config(**timing)
+    try:  # the profile's default timings (DEC-12), unless given
+        config = Config.for_profile(args.profile, **timing)
     except ConfigError as problem:
         parser.error(str(problem))
     simulation = Simulation(args.seed, args.brokers, args.partitions, config)
     out.write(
         f"kraftspec explain: seed {args.seed}, {args.brokers} brokers, {args.partitions} partitions, "
-        f"{args.steps} steps (spec {SPEC_VERSION})\n"
+        f"{args.steps} steps, profile {config.profile} (heartbeat every {config.heartbeat_interval_ms} ms, "
+        f"session timeout {config.session_timeout_ms} ms; spec {SPEC_VERSION})\n"
         "Each step: what happened, the request or event the controller got (#n numbers requests), the\n"
         "records it appended (@offset), the replies released, the rules that fired, and the state after.\n"
         "Broker states are the controller's view, the broker's own state in parentheses.\n\n"

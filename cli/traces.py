@@ -9,7 +9,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from kraftspec.conformance.trace import LEVELS, Trace, TraceError, read, read_all
+from kraftspec.cli import add_profile_option
+from kraftspec.conformance.trace import LEVELS, Trace, TraceError, profile_of, read, read_all
 
 
 class Progress:
@@ -117,6 +118,8 @@ def add_parsers(commands) -> None:
     generate.add_argument("--out", required=True, help="directory to write the traces to (created if missing)")
     generate.add_argument("--spec", metavar="VERSION", help="refuse to run unless this kraftspec implements spec "
                           "VERSION (so that a printed command regenerates exactly the same trace)")
+    add_profile_option(generate, "the behaviour profile to record the traces under, with its default timings "
+                       "(named in each trace's header)")
 
     replay = commands.add_parser(
         "replay", help="replay traces against an implementation",
@@ -131,6 +134,7 @@ def add_parsers(commands) -> None:
     replay.add_argument("--level", choices=LEVELS, default="records", help="what to compare (default records; spec/traces.md)")
     replay.add_argument("--junit", metavar="PATH", help="also write the results as JUnit XML")
     replay.add_argument("--quiet", action="store_true", help="print only failures and the summary")
+    _add_profile_filter(replay, "replay")
 
     shrink = commands.add_parser(
         "shrink", help="reduce a failing trace to a minimal one",
@@ -149,6 +153,7 @@ def add_parsers(commands) -> None:
                        help="add the shrunk trace to this regression corpus and rewrite its README.md index "
                        "(for example conformance/corpus in a kraftspec checkout)")
     shrink.add_argument("--description", default="", help="a one-line description, kept in the trace's header")
+    _add_profile_filter(shrink, "shrink")
 
     coverage = commands.add_parser(
         "coverage", help="which rules a set of traces exercises",
@@ -190,6 +195,26 @@ def add_parsers(commands) -> None:
                        help="exit status 1 when fewer than this percentage of the non-equivalent mutants are killed (default 95)")
 
 
+def _add_profile_filter(parser, command: str) -> None:
+    """``--profile`` on commands that read traces: each trace runs under its own header's profile;
+    the option only insists on one."""
+    from kraftspec.spec.profiles import profile, profile_names
+
+    listed = " or ".join(f"{name} ({profile(name).title})" for name in profile_names())
+    parser.add_argument("--profile", choices=profile_names(), default=None, metavar="NAME",
+                        help=f"{command} only traces of this behaviour profile, {listed}: a trace of another "
+                        "profile is refused before anything is replayed, naming its file (exit status 2); without "
+                        "the option each trace runs under the profile its header names (kip-631 when it names "
+                        "none); see spec/profiles.md")
+
+
+def _check_profile(path, trace: Trace, wanted: str | None) -> None:
+    """A TraceError when ``wanted`` is given and the trace is of another profile."""
+    if wanted is not None and profile_of(trace.header.config) != wanted:
+        raise TraceError(str(path), 1, "config.profile", f"the trace is of profile {profile_of(trace.header.config)}, "
+                         f"not {wanted} (--profile {wanted})")
+
+
 def _fail(message: str) -> int:
     sys.stderr.write(f"kraftspec: error: {message}\n")
     return 2
@@ -203,6 +228,7 @@ def _adapter(spec: str):
 
 def run_generate(args) -> int:
     from kraftspec.conformance.generate import walk
+    from kraftspec.model import Config
     from kraftspec.spec import SPEC_VERSION
 
     if args.spec is not None and args.spec != SPEC_VERSION:
@@ -210,10 +236,11 @@ def run_generate(args) -> int:
                      f"release of spec {args.spec} to regenerate those traces exactly")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    config = Config.for_profile(args.profile)  # the profile's default timings (DEC-12)
     if args.generator == "walk":
         progress = Progress(len(args.seeds), "generating")
         for seed in args.seeds:
-            trace = walk(seed, args.steps, args.brokers, args.partitions, args.faults)
+            trace = walk(seed, args.steps, args.brokers, args.partitions, args.faults, config)
             path = trace.write(out)
             progress.advance(path.name)
             print(f"{path}  seed {seed}, {len(trace.steps)} steps, {len(trace.rules())} rules")
@@ -222,9 +249,9 @@ def run_generate(args) -> int:
     if args.generator == "targeted":
         from kraftspec.conformance.targeted import targeted
 
-        traces = targeted()
+        traces = targeted(config=config)
     else:
-        return run_exhaustive(args, out)
+        return run_exhaustive(args, out, config)
     count = 0
     for trace in traces:
         path = trace.write(out)
@@ -234,14 +261,14 @@ def run_generate(args) -> int:
     return 0
 
 
-def run_exhaustive(args, out: Path) -> int:
+def run_exhaustive(args, out: Path, config) -> int:
     from kraftspec.conformance.exhaustive import Scope, frontier, leaf_paths, trace_of
 
     try:
-        scope = Scope(brokers=args.brokers or 3, partitions=args.partitions or 2)
+        scope = Scope(brokers=args.brokers or 3, partitions=args.partitions or 2, config=config)
     except ValueError as problem:
         return _fail(f"--{problem}")
-    print(f"enumerating {scope.params()} to depth {args.depth}")
+    print(f"enumerating {scope.params()} to depth {args.depth}, profile {config.profile}")
     exploration = frontier(scope, args.depth, progress=lambda level: print(
         f"  depth {level.depth}: {level.states:,} new states, {level.transitions:,} events, {level.seconds:.1f} s"))
     for path, broken in exploration.violations[:5]:
@@ -275,6 +302,8 @@ def run_replay(args) -> int:
         return _fail(str(problem))
     try:  # read and check every trace before replaying any (nothing half-way)
         traces = read_traces(args.traces)
+        for path, trace in traces:
+            _check_profile(path, trace, args.profile)
     except TraceError as problem:
         return _fail(str(problem))
     from kraftspec.conformance.replay import replay
@@ -354,6 +383,7 @@ def run_shrink(args) -> int:
 
     try:
         trace = read(args.trace)
+        _check_profile(args.trace, trace, args.profile)
         adapter = _adapter(args.adapter)  # one for every candidate: a server process is started once
     except (TraceError, ValueError) as problem:
         return _fail(str(problem))

@@ -31,6 +31,7 @@ from typing import Any
 from attrs import field, frozen
 
 from ..spec import SPEC_VERSION
+from ..spec.profiles import DEFAULT_PROFILE
 from .trace import LEVELS
 
 PART_LEVEL = {"seq": "responses", "replies": "responses", "adapter": "responses", "committed": "state",
@@ -41,8 +42,8 @@ PART_LEVEL = {"seq": "responses", "replies": "responses", "adapter": "responses"
 @frozen
 class Workload:
     """What ``kraftspec conform`` checks: seeds ``first_seed .. first_seed + traces - 1``, each a
-    random walk of ``steps`` events (cluster size and faults drawn from the seed unless given),
-    replayed against ``adapter`` at ``level``."""
+    random walk of ``steps`` events (cluster size and faults drawn from the seed unless given) under
+    behaviour ``profile``, with its default timings, replayed against ``adapter`` at ``level``."""
 
     traces: int
     first_seed: int = 0
@@ -52,6 +53,7 @@ class Workload:
     brokers: int | None = None
     partitions: int | None = None
     keep_traces: str = "failing"  # "failing", "all" or "none": which traces go to the traces table
+    profile: str = DEFAULT_PROFILE  # spec/profiles.toml: the behaviour the walks are recorded under
     # tests: (task index, marker file): that task's first attempt creates the file and fails
     fail_first_attempt: tuple[int, str] | None = field(default=None, eq=False)
 
@@ -59,11 +61,20 @@ class Workload:
     def seeds(self) -> range:
         return range(self.first_seed, self.first_seed + self.traces)
 
+    def walk(self, seed: int):
+        """The seed's trace: its random walk, recorded under the workload's profile."""
+        from kraftspec.model import Config
+
+        from .generate import walk
+
+        return walk(seed, self.steps, self.brokers, self.partitions, config=Config.for_profile(self.profile))
+
     def repro(self, seed: int) -> str:
         """One command that regenerates the seed's trace and replays it, on a laptop, no Spark."""
         folder = f"/tmp/kraftspec-seed-{seed}"
-        sizes = "".join(f" --{name} {value}" for name, value in (("brokers", self.brokers), ("partitions", self.partitions))
-                        if value is not None)
+        options = (("brokers", self.brokers), ("partitions", self.partitions),
+                   ("profile", None if self.profile == DEFAULT_PROFILE else self.profile))
+        sizes = "".join(f" --{name} {value}" for name, value in options if value is not None)
         return (f"kraftspec generate --spec {SPEC_VERSION} --seeds {seed} --steps {self.steps}{sizes} --out {folder} && "
                 f"kraftspec replay {folder} --adapter {shlex.quote(self.adapter)} --level {self.level}")
 
@@ -83,10 +94,8 @@ divergence columns are null for a trace that passes; ``trace`` (the JSON Lines) 
 
 def check_seed(seed: int, workload: Workload, adapter) -> dict[str, Any]:
     """Generate the seed's walk and replay it against ``adapter``: the trace's row."""
-    from .generate import walk
-
     started = time.perf_counter()
-    trace = walk(seed, workload.steps, workload.brokers, workload.partitions)
+    trace = workload.walk(seed)
     verdict = replayed(trace, adapter, workload.level)
     passed = level_verdicts(verdict, workload.level, lambda level: replayed(trace, adapter, level).passed)
     params = trace.header.generator["params"]
@@ -261,7 +270,7 @@ class Summary:
         return {
             "spec_version": SPEC_VERSION,
             "workload": {"traces": w.traces, "first_seed": w.first_seed, "steps": w.steps, "adapter": w.adapter,
-                         "level": w.level, "brokers": w.brokers, "partitions": w.partitions},
+                         "level": w.level, "brokers": w.brokers, "partitions": w.partitions, "profile": w.profile},
             "traces": self.traces, "events": self.events, "passed": self.passed, "failed": self.failed,
             "per_level": self.per_level, "rules": self.rules, "never_reached": list(self.never_reached),
             "failures": list(self.failures), "divergences": list(self.divergences),
@@ -311,7 +320,6 @@ def write_divergences(summary: Summary, out: Path, limit: int = 5, progress=None
     goes. Returns the summary with its failures' reports completed and its divergences."""
     from attrs import evolve
 
-    from .generate import walk
     from .shrink import failing_against, shrink
     from .subprocess_adapter import adapter_from_spec
 
@@ -325,7 +333,7 @@ def write_divergences(summary: Summary, out: Path, limit: int = 5, progress=None
     try:
         for index, failure in enumerate(summary.failures):
             seed = failure["seed"]
-            trace = walk(seed, w.steps, w.brokers, w.partitions)
+            trace = w.walk(seed)
             original = trace.with_description(f"seed {seed} of kraftspec conform, as generated: diverges at step "
                                               f"{failure['step']} ({failure['part']})").write(folder / f"seed-{seed}.jsonl")
             failures.append({**failure, "path": str(original),

@@ -130,62 +130,62 @@ class Scenario:
         return self.send(request).commit()
 
 
-def unknown_partition() -> Scenario:
+def unknown_partition(config: Config | None = None) -> Scenario:
     """ISR-3: the leader of orders-0 asks to change orders-5, which does not exist."""
-    s = Scenario().start_brokers(1, 2).create_topic("orders", [[1, 2]])
+    s = Scenario(config).start_brokers(1, 2).create_topic("orders", [[1, 2]])
     entry = s.isr_entry("orders", [1])
     return s.alter_isr(1, "orders", AlterIsrPartition(5, entry.leader_epoch, [1], entry.partition_epoch))
 
 
-def stale_leader_epoch() -> Scenario:
+def stale_leader_epoch(config: Config | None = None) -> Scenario:
     """ISR-4: the leader sends a leader epoch other than the partition's."""
-    s = Scenario().start_brokers(1, 2).create_topic("orders", [[1, 2]])
+    s = Scenario(config).start_brokers(1, 2).create_topic("orders", [[1, 2]])
     return s.alter_isr(1, "orders", s.isr_entry("orders", [1], leader_epoch=s.partition("orders").leader_epoch + 1))
 
 
-def not_the_leader() -> Scenario:
+def not_the_leader(config: Config | None = None) -> Scenario:
     """ISR-5: a follower asks to change the ISR of a partition it does not lead."""
-    s = Scenario().start_brokers(1, 2).create_topic("orders", [[1, 2]])
+    s = Scenario(config).start_brokers(1, 2).create_topic("orders", [[1, 2]])
     return s.alter_isr(2, "orders", s.isr_entry("orders", [1, 2]))
 
 
-def stale_partition_epoch() -> Scenario:
+def stale_partition_epoch(config: Config | None = None) -> Scenario:
     """ISR-6: the leader shrinks the ISR, then sends a change based on the partition epoch before it."""
-    s = Scenario().start_brokers(1, 2).create_topic("orders", [[1, 2]])
+    s = Scenario(config).start_brokers(1, 2).create_topic("orders", [[1, 2]])
     before = s.isr_entry("orders", [1])
     s.alter_isr(1, "orders", before)
     return s.alter_isr(1, "orders", AlterIsrPartition(0, before.leader_epoch, [1, 2], before.partition_epoch))
 
 
-def fenced_replica_in_isr() -> Scenario:
+def fenced_replica_in_isr(config: Config | None = None) -> Scenario:
     """ISR-8: the leader names a replica that is registered but fenced."""
-    s = Scenario().start_brokers(1, 2).register(3).create_topic("orders", [[1, 2, 3]])
+    s = Scenario(config).start_brokers(1, 2).register(3).create_topic("orders", [[1, 2, 3]])
     return s.alter_isr(1, "orders", s.isr_entry("orders", [1, 2, 3]))
 
 
-def partition_named_twice() -> Scenario:
+def partition_named_twice(config: Config | None = None) -> Scenario:
     """ISR-11: one request names the same partition twice."""
-    s = Scenario().start_brokers(1, 2).create_topic("orders", [[1, 2]])
+    s = Scenario(config).start_brokers(1, 2).create_topic("orders", [[1, 2]])
     return s.alter_isr(1, "orders", s.isr_entry("orders", [1]), s.isr_entry("orders", [1, 2]))
 
 
-def negative_metadata_offset() -> Scenario:
+def negative_metadata_offset(config: Config | None = None) -> Scenario:
     """LEASE-5: a registered broker heartbeats with CurrentMetadataOffset -1."""
-    return Scenario().register(1).heartbeat(1, offset=-1)
+    return Scenario(config).register(1).heartbeat(1, offset=-1)
 
 
-def unsupported_features() -> Scenario:
+def unsupported_features(config: Config | None = None) -> Scenario:
     """REG-5: a broker that does not support the finalized metadata.format level registers."""
-    return Scenario().register(1, features=(Feature("metadata.format", 2, 3),))
+    return Scenario(config).register(1, features=(Feature("metadata.format", 2, 3),))
 
 
-def unknown_broker_unregistered() -> Scenario:
+def unknown_broker_unregistered(config: Config | None = None) -> Scenario:
     """UNREG-1: the operator unregisters a broker id that was never registered."""
-    s = Scenario().start_brokers(1)
+    s = Scenario(config).start_brokers(1)
     return s.send(UnregisterBrokerRequest(7)).commit()
 
 
-SCENARIOS: dict[str, Callable[[], Scenario]] = {
+SCENARIOS: dict[str, Callable[[Config | None], Scenario]] = {
     "ISR-3": unknown_partition,
     "ISR-4": stale_leader_epoch,
     "ISR-5": not_the_leader,
@@ -197,7 +197,8 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "UNREG-1": unknown_broker_unregistered,
 }
 """For the rules the walks reach least often: a scripted scenario that fires each, used when a
-search of few or short walks finds none that does."""
+search of few or short walks finds none that does; each takes the configuration to start from
+(default: the default profile's)."""
 
 
 def scripted(name: str, scenario: Scenario, kind: str = "scripted") -> Trace:
@@ -232,14 +233,16 @@ class TargetedResult:
         return tuple(t.trace for t in self.targets)
 
 
-def walks(seeds: Iterable[int] = WALK_SEEDS, lengths: Iterable[int] = WALK_LENGTHS) -> Iterator[tuple[Trace, str]]:
-    """Random walks in search order, each with a note of how it was drawn."""
+def walks(seeds: Iterable[int] = WALK_SEEDS, lengths: Iterable[int] = WALK_LENGTHS,
+          config: Config | None = None) -> Iterator[tuple[Trace, str]]:
+    """Random walks from ``config`` (default: the default profile's) in search order, each with a
+    note of how it was drawn."""
     seeds = list(seeds)
     for length in lengths:
         for seed in seeds:
             for faults in (None, FAULTS):
                 drawn = "its swarm's faults" if faults is None else "every fault"
-                yield walk(seed, length, faults=faults), f"walk seed {seed} ({length} steps, {drawn})"
+                yield walk(seed, length, faults=faults, config=config), f"walk seed {seed} ({length} steps, {drawn})"
 
 
 def targeted(
@@ -249,19 +252,23 @@ def targeted(
     budget: int = DEFAULT_BUDGET,
     reached: Iterable[Trace] = (),
     log: Callable[[str], None] | None = None,
+    config: Config | None = None,
 ) -> TargetedResult:
     """A short trace for each rule of ``rule_ids`` (the runtime rules by default) that neither the
-    traces of ``reached`` nor starting the controller reach; see the module's docstring."""
+    traces of ``reached`` nor starting the controller reach; see the module's docstring. Every
+    trace starts from ``config`` (default: the default profile's, ``Config.for_profile(name)`` for
+    another profile's)."""
     wanted = sorted(runtime_rules() if rule_ids is None else rule_ids, key=rule_key)
     seeds, lengths = tuple(seeds), tuple(lengths)
     say = log or (lambda message: None)
-    covered: dict[str, str] = {r: "start" for r in start_rules(config_json(Config()))}
+    config = config or Config()
+    covered: dict[str, str] = {r: "start" for r in start_rules(config_json(config))}
     for trace in reached:
         for r in trace.rules():
             covered.setdefault(r, trace.name)
 
     found: dict[str, tuple[Trace, int, str]] = {}  # rule -> (walk, first step firing it, note)
-    search = walks(seeds, lengths)
+    search = walks(seeds, lengths, config)
 
     def first_walk_firing(rule: str) -> tuple[Trace, int, str] | None:
         while rule not in found:
@@ -286,7 +293,7 @@ def targeted(
             trace, n, note = hit
             candidate, source = Trace(trace.header, trace.steps[: n + 1]), note
         elif rule in SCENARIOS:
-            candidate, source = scripted(SCENARIOS[rule].__name__, SCENARIOS[rule]()), f"scripted scenario {SCENARIOS[rule].__name__}"
+            candidate, source = scripted(SCENARIOS[rule].__name__, SCENARIOS[rule](config)), f"scripted scenario {SCENARIOS[rule].__name__}"
             needed_script.append(rule)
             if fires(rule)(candidate) is None:
                 unreached[rule] = f"its scripted scenario {SCENARIOS[rule].__name__} no longer fires it"

@@ -72,3 +72,13 @@ def test_bench_comparison_warns_when_the_spread_makes_it_meaningless():
     assert noisy["ratio"] == 0.55 and noisy["met"]
     assert "ratios spread over 25%" in noisy["warning"] and "warning:" in out.getvalue()
     assert "rounds fall on both sides of it" in out.getvalue()
+
+
+def test_bench_builds_its_controllers_and_walks_under_the_profile():
+    from kraftspec.bench import impl_cluster, model_config, model_heartbeat_rate
+
+    controller = impl_cluster(30, 3, profile="kafka")
+    assert (controller.config.profile, controller.config.session_timeout_ms) == ("kafka", 9000)
+    assert impl_cluster(30, 3).config.profile == "kip-631"
+    assert model_config("kafka").heartbeat_interval_ms == 2000
+    assert model_heartbeat_rate(30, 3, 20, "kafka") > 0

@@ -137,6 +137,32 @@ def test_divergences_are_reported_shrunk_and_reproducible_from_their_seed(spark,
     assert f"departs from the trace at step {failure['step']}" in capsys.readouterr().out
 
 
+def test_a_workload_of_the_kafka_profile_records_kafka_traces_and_its_command_regenerates_them(tmp_path):
+    workload = Workload(3, first_seed=40, steps=20, adapter="model", keep_traces="all", profile="kafka")
+    found = list(check_seeds(workload.seeds, workload))
+    assert all(r["passed"] for r in found)  # the model replays what it recorded under the profile
+    for row in found:
+        config = json.loads(row["trace"].split("\n", 1)[0])["config"]
+        assert (config["profile"], config["heartbeat_interval_ms"], config["session_timeout_ms"]) == ("kafka", 2000, 9000)
+    generate = shlex.split(workload.repro(41).split(" && ")[0])
+    assert generate[generate.index("--profile") + 1] == "kafka"
+    folder = tmp_path / "again"
+    generate[generate.index("--out") + 1] = str(folder)
+    assert main(generate[1:]) == 0
+    assert [p.stem for p in folder.glob("*.jsonl")] == [found[1]["name"]]
+    assert "--profile" not in Workload(3).repro(41)  # the default profile's command is as it always was
+
+
+def test_conform_runs_the_profile_it_is_given_and_says_so(spark, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["conform", "--master", MASTER, "--traces", "4", "--steps", "20", "--out", str(out),
+                 "--adapter", "model", "--profile", "kafka"]) == 0
+    assert "profile kafka" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["workload"]["profile"] == "kafka" and summary["passed"] == 4
+    assert "profile kafka" in (out / "report.html").read_text()
+
+
 def test_an_adapter_that_fails_on_every_trace_stops_before_spark(tmp_path, capsys):
     assert main(["conform", "--traces", "5", "--adapter", f"{SERVER} --crash-at 0", "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err

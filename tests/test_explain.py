@@ -68,3 +68,15 @@ def test_simulated_stories_never_break_an_invariant(seed):
     for happening in simulation.run(300):
         assert not violations(before, happening.event, happening.result), (seed, happening.number, happening.note)
         before = happening.result.state
+
+
+def test_explain_runs_the_profile_it_is_given_with_its_timings_unless_told_otherwise():
+    code, out, _ = run("explain", "--steps", "20", "--profile", "kafka", "--no-legend")
+    assert code == 0 and out.count("\n[") == 20
+    assert "profile kafka (heartbeat every 2000 ms, session timeout 9000 ms" in out.splitlines()[0]
+    code, out, _ = run("explain", "--steps", "5", "--profile", "kafka", "--session-timeout-ms", "12000")
+    assert code == 0 and "heartbeat every 2000 ms, session timeout 12000 ms" in out.splitlines()[0]
+    code, out, _ = run("explain", "--steps", "5")
+    assert "profile kip-631 (heartbeat every 3000 ms, session timeout 18000 ms" in out.splitlines()[0]
+    code, _, err = run("explain", "--profile", "kafka-3")
+    assert code == 2 and "invalid choice: 'kafka-3'" in err
