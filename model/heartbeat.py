@@ -81,8 +81,8 @@ def handle_broker_heartbeat(state: ControllerState, request: BrokerHeartbeatRequ
     lease = replace(lease, last_contact_ms=state.now_ms, metadata_offset=request.current_metadata_offset)
     leases = {**state.leases, request.broker_id: lease}
     records, leases, should_shut_down = _transition(state, request, leases)
-    # REG-4: contact, so the incarnation claims its id (DEC-6)
-    leases = {**leases, request.broker_id: replace(leases[request.broker_id], released=False)}
+    # REG-4, DEC-6: a broker answered ShouldShutDown gives its id up; any other answer is contact that claims it
+    leases = {**leases, request.broker_id: replace(leases[request.broker_id], released=should_shut_down)}
     image = replay_all(state.image, records)
     return Decision(records=tuple(records), response=_status(state, request, image, leases, should_shut_down), leases=leases)
 

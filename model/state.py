@@ -238,9 +238,9 @@ class Lease:
     last_contact_ms: int
     metadata_offset: int = -1  # the recorded CurrentMetadataOffset; -1 before the first heartbeat
     in_controlled_shutdown: bool = False
-    # REG-4, DEC-6: the incarnation holds no claim on its id: it was fenced at a failover and this
-    # controller has not heard from it since (LEASE-14), or, in the kafka profile, it has registered
-    # but not yet sent a heartbeat
+    # REG-4, DEC-6: the incarnation holds no claim on its id: its last accepted heartbeat was answered
+    # ShouldShutDown, or it was fenced at a failover and this controller has not heard from it since
+    # (LEASE-14), or, in the kafka profile, it has registered but not yet sent a heartbeat
     released: bool = False
     shutdown_offset: int = -1  # SHUT-3, DEC-14: the last offset of the batch that began the shutdown
 
