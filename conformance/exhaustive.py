@@ -383,7 +383,9 @@ def state_key(state: ControllerState) -> tuple:
     """What of ``state`` its future behaviour depends on (the module's docstring says why)."""
     now, timeout = state.now_ms, state.config.session_timeout_ms
     leases = tuple(
-        (b, min(now - l.last_contact_ms, timeout), l.metadata_offset, l.in_controlled_shutdown, l.shutdown_granted)
+        # the time since contact matters up to one past the timeout (DEC-7: a lease lapses at it or after it)
+        (b, min(now - l.last_contact_ms, timeout + 1), l.metadata_offset, l.in_controlled_shutdown, l.released,
+         l.shutdown_offset)
         for b, l in sorted(state.leases.items())
     )
     waiting = tuple((p.release_offset, *_answers(p.request, p.response)) for p in state.pending)
