@@ -16,7 +16,8 @@ every trace and need none of their own.
 
 :func:`build_corpus` makes conformance/corpus/ again: the targeted traces, a few realistic walks
 with faults, and the regression traces of :data:`REGRESSIONS`, each with a one-line description,
-and the index (README.md); traces added by hand are kept, recorded again from their events.
+and the index (README.md), for each behaviour profile; traces added by hand are kept, recorded
+again from their events.
 Everything is deterministic: the same model gives the same files. Run
 ``python -m kraftspec.conformance.targeted conformance/corpus`` to rebuild it.
 """
@@ -27,107 +28,29 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from uuid import UUID
 
 from attrs import frozen
 
-from kraftspec.model import Commit, Config, Tick, initial_state, step
-from kraftspec.model.messages import (
-    AlterIsrPartition,
-    AlterIsrRequest,
-    AlterIsrTopic,
-    BrokerHeartbeatRequest,
-    BrokerRegistrationRequest,
-    CreatableTopic,
-    CreateTopicsRequest,
-    Feature,
-    ReplicaAssignment,
-    UnregisterBrokerRequest,
-)
+from kraftspec.model import Commit, Config, initial_state, step
+from kraftspec.model.messages import AlterIsrPartition, Feature, UnregisterBrokerRequest
 from kraftspec.spec import title
+from kraftspec.spec.profiles import profile_names
 
 from .adapters import config_json, model_config, model_event
 from .coverage import NOT_REACHABLE_BY_EVENTS, rule_key, runtime_rules, start_rules, write_index
 from .generate import FAULTS, record, walk
+from .regressions import REGRESSIONS, Regression, regression_trace
+from .scenario import FEATURES, Scenario, incarnation, scripted, topic_id
 from .shrink import DEFAULT_BUDGET, fires, shrink
 from .trace import Trace, read_all
 
+__all__ = ["FEATURES", "REGRESSIONS", "Regression", "Scenario", "incarnation", "regression_trace", "scripted", "topic_id"]
+
 WALK_LENGTHS = (40, 120, 300)
 WALK_SEEDS = range(100)
-FEATURES = (Feature("metadata.format", 1, 1),)
 
 
 # ---- scripted scenarios ------------------------------------------------------------------------
-
-
-def incarnation(broker_id: int, generation: int = 0) -> UUID:
-    """A recognisable incarnation id: broker 3's second process is 0...0302."""
-    return UUID(int=(broker_id << 8) + generation + 1)
-
-
-def topic_id(name: str) -> UUID:
-    return UUID(int=sum(ord(c) << (8 * i) for i, c in enumerate(name[:15])) + 1)
-
-
-class Scenario:
-    """Model events written by hand. Each event is run on the model as it is added, so that the
-    next one can use what the controller decided (an epoch, a partition's leader epoch)."""
-
-    def __init__(self, config: Config | None = None):
-        self.config = config or Config()
-        self.state = initial_state(self.config)
-        self.events: list = []
-
-    def send(self, event) -> "Scenario":
-        self.events.append(event)
-        self.state = step(self.state, event).state
-        return self
-
-    def commit(self) -> "Scenario":
-        return self.send(Commit(self.state.log_end_offset))
-
-    def tick(self, now_ms: int) -> "Scenario":
-        return self.send(Tick(now_ms))
-
-    def epoch(self, broker_id: int) -> int:
-        return self.state.image.brokers[broker_id].epoch
-
-    def register(self, broker_id: int, generation: int = 0, features=FEATURES) -> "Scenario":
-        request = BrokerRegistrationRequest(broker_id, self.config.cluster_id, incarnation(broker_id, generation), features=features)
-        return self.send(request).commit()
-
-    def heartbeat(self, broker_id: int, offset: int | None = None, version: int = 1, want_fence: bool = False,
-                  want_shut_down: bool = False) -> "Scenario":
-        """A heartbeat, caught up to the committed log unless ``offset`` says otherwise; committed."""
-        offset = self.state.committed_offset if offset is None else offset
-        return self.send(BrokerHeartbeatRequest(broker_id, self.epoch(broker_id), offset, want_fence, want_shut_down, version)).commit()
-
-    def start_brokers(self, *broker_ids: int) -> "Scenario":
-        """Register each broker, then unfence each with a caught-up heartbeat."""
-        for b in broker_ids:
-            self.register(b)
-        for b in broker_ids:
-            self.heartbeat(b)
-        return self
-
-    def create_topic(self, name: str, assignment: list[list[int]]) -> "Scenario":
-        topic = CreatableTopic(name, topic_id(name), assignments=[ReplicaAssignment(i, r) for i, r in enumerate(assignment)])
-        return self.send(CreateTopicsRequest([topic])).commit()
-
-    def partition(self, name: str, index: int = 0):
-        image = self.state.image
-        return image.partitions[(image.topic_named(name).topic_id, index)]
-
-    def isr_entry(self, name: str, isr, index: int = 0, leader_epoch: int | None = None,
-                  partition_epoch: int | None = None) -> AlterIsrPartition:
-        """An AlterIsr entry for a partition, with its current epochs unless given."""
-        p = self.partition(name, index)
-        return AlterIsrPartition(index, p.leader_epoch if leader_epoch is None else leader_epoch, isr,
-                                 p.partition_epoch if partition_epoch is None else partition_epoch)
-
-    def alter_isr(self, broker_id: int, name: str, *entries: AlterIsrPartition) -> "Scenario":
-        request = AlterIsrRequest(broker_id, self.epoch(broker_id), [AlterIsrTopic(topic_id(name), entries)])
-        return self.send(request).commit()
 
 
 def unknown_partition(config: Config | None = None) -> Scenario:
@@ -199,10 +122,6 @@ SCENARIOS: dict[str, Callable[[Config | None], Scenario]] = {
 """For the rules the walks reach least often: a scripted scenario that fires each, used when a
 search of few or short walks finds none that does; each takes the configuration to start from
 (default: the default profile's)."""
-
-
-def scripted(name: str, scenario: Scenario, kind: str = "scripted") -> Trace:
-    return record(scenario.config, scenario.events, {"name": kind, "version": 1, "params": {"scenario": name}})
 
 
 # ---- targeted generation -----------------------------------------------------------------------
@@ -328,50 +247,8 @@ def _span(seeds: tuple[int, ...]) -> str:
     return f"{seeds[0]}..{seeds[-1]}" if seeds else "(none)"
 
 
-# ---- regressions -------------------------------------------------------------------------------
-
-
-def lowest_acknowledged_offset_after_reregistration() -> Scenario:
-    """Unfenced brokers acknowledge different offsets; broker 2 is unregistered and registers
-    again with a new incarnation; then broker 1's version 1 heartbeat asks for
-    LowestAcknowledgedOffset (LAO-1), which must be broker 2's current offset. impl once kept the
-    heap entries of broker 2's earlier lease with versions that restarted with each lease, so the
-    new lease's entry for its unfencing had the same version as the old one's, and the old, lower
-    offset passed for a current one (fixed in 274a6d4). Broker 1 stays behind while broker 2 is
-    away, so that no heartbeat in between drops the stale entry."""
-    s = Scenario().register(1).register(2)  # epochs 1 and 2
-    s.heartbeat(1, offset=2)  # caught up (past its epoch) and unfenced; acknowledges 2
-    s.heartbeat(2, offset=3)  # unfenced; acknowledges 3
-    s.heartbeat(2, offset=4)  # moves on: the entry for 3 is stale
-    s.send(UnregisterBrokerRequest(2)).commit()
-    s.register(2, generation=1)  # a new incarnation: a new epoch and a fresh lease
-    s.heartbeat(2)  # caught up and unfenced again, acknowledging the committed offset
-    return s.heartbeat(1)  # broker 1 catches up; LowestAcknowledgedOffset is broker 2's offset, not 3
-
-
-@frozen
-class Regression:
-    name: str
-    description: str
-    scenario: Callable[[], Scenario]
-
-
-REGRESSIONS = (
-    Regression(
-        "lowest_acknowledged_offset_after_reregistration",
-        "LAO-1 regression: after broker 2 is unregistered and registers again, impl's LowestAcknowledgedOffset "
-        "used a stale heap entry of its earlier registration (fixed in 274a6d4)",
-        lowest_acknowledged_offset_after_reregistration,
-    ),
-)
-"""Traces for bugs found earlier, each the scenario that shows it."""
-
 CORPUS_WALKS = ((3, 200), (7, 150), (11, 300), (21, 250), (42, 120))
 """(seed, steps) of the realistic walks kept in the corpus; each seed's swarm draws its faults."""
-
-
-def regression_trace(regression: Regression) -> Trace:
-    return scripted(regression.name, regression.scenario(), kind="regression")
 
 
 BUILT = ("walk", "targeted", "regression")
@@ -380,37 +257,52 @@ by hand (conformance/shrink.py write_to_corpus) and a rebuild keeps it."""
 
 
 def rerecorded(trace: Trace) -> Trace:
-    """A trace recorded again from its events, so that it expects what the model does now."""
-    events = [model_event(s.event) for s in trace.steps]
-    return record(model_config(trace.header.config), events, trace.header.generator, trace.header.seed, trace.header.description)
+    """A trace recorded again from its events, so that it expects what the model does now. A commit
+    beyond the log end the model now reaches (it writes fewer records than when the trace was made)
+    commits to that log end instead, so that the trace stays one a controller can produce."""
+    config = model_config(trace.header.config)
+    state = initial_state(config)
+    events = []
+    for s in trace.steps:
+        event = model_event(s.event)
+        if isinstance(event, Commit) and event.offset > state.log_end_offset:
+            event = Commit(state.log_end_offset)
+        state = step(state, event).state
+        events.append(event)
+    return record(config, events, trace.header.generator, trace.header.seed, trace.header.description)
 
 
 def build_corpus(directory: str | Path, log: Callable[[str], None] | None = None,
-                 rule_ids: Iterable[str] | None = None) -> list[Path]:
-    """Write the corpus into ``directory`` and its index; the paths written. The traces of
-    :data:`BUILT` generators are made again from scratch (the targeted traces for ``rule_ids``, by
-    default every runtime rule; the walks of :data:`CORPUS_WALKS`; the regressions of
-    :data:`REGRESSIONS`) and the old ones removed; a trace added by hand is recorded again from its
-    events, under its new name if the model now does something else. Deterministic: the same
-    model gives the same files."""
+                 rule_ids: Iterable[str] | None = None, profiles: Iterable[str] | None = None) -> list[Path]:
+    """Write the corpus into ``directory`` and its index; the paths written. For each profile (all
+    of them by default), the traces of :data:`BUILT` generators are made again from scratch (the
+    targeted traces for ``rule_ids``, by default every runtime rule; the walks of
+    :data:`CORPUS_WALKS`; the regressions of :data:`REGRESSIONS` recorded in that profile) and the old
+    ones removed; a trace added by hand is recorded again from its events, under its own profile and
+    under its new name if the model now does something else. Deterministic: the same model gives
+    the same files."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     entries: list[tuple[Trace, str]] = []
     for _, trace in read_all([directory]):
         if trace.header.generator.get("name") not in BUILT:
             entries.append((rerecorded(trace), trace.header.description))
-    for seed, steps in CORPUS_WALKS:
-        trace = walk(seed, steps)
-        params = trace.header.generator["params"]
-        entries.append((trace, f"realistic walk, seed {seed}: {steps} steps, {params['brokers']} brokers, "
-                               f"{params['partitions']} partitions, faults: {', '.join(params['faults']) or 'none'}"))
-    for regression in REGRESSIONS:
-        entries.append((regression_trace(regression), regression.description))
-    result = targeted(rule_ids, log=log)  # on their own, the targeted traces reach every rule they can
-    if log:
-        for rule, why in result.unreached.items():
-            log(f"not reached: {rule}: {why}")
-    entries += [(target.trace, target.description) for target in result.targets]
+    for profile in profile_names() if profiles is None else profiles:
+        config = Config.for_profile(profile)
+        note = "" if profile == profile_names()[0] else f" ({profile} profile)"
+        for seed, steps in CORPUS_WALKS:
+            trace = walk(seed, steps, config=config)
+            params = trace.header.generator["params"]
+            entries.append((trace, f"realistic walk, seed {seed}: {steps} steps, {params['brokers']} brokers, "
+                                   f"{params['partitions']} partitions, faults: {', '.join(params['faults']) or 'none'}{note}"))
+        for regression in REGRESSIONS:
+            if profile in regression.profiles:
+                entries.append((regression_trace(regression, config), regression.description + note))
+        result = targeted(rule_ids, log=log, config=config)  # on their own, the targeted traces reach every rule they can
+        if log:
+            for rule, why in result.unreached.items():
+                log(f"not reached{note}: {rule}: {why}")
+        entries += [(target.trace, target.description + note) for target in result.targets]
 
     written = [trace.with_description(description).write(directory) for trace, description in entries]
     for stale in sorted(directory.glob("*.jsonl")):

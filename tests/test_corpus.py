@@ -24,6 +24,8 @@ from kraftspec.conformance.targeted import (
 )
 from kraftspec.conformance.shrink import fires, shrink, write_to_corpus
 from kraftspec.conformance.trace import read, read_all
+from kraftspec.model import Config
+from kraftspec.spec.profiles import profile_names
 from kraftspec.impl import controller as impl_controller
 from kraftspec.impl.leases import Lease, LeaseManager
 
@@ -33,7 +35,7 @@ REBUILD = "the corpus is out of date: rebuild it with  python -m kraftspec.confo
 
 
 def test_the_corpus_is_there_and_small():
-    assert 10 <= len(ENTRIES) <= 120  # one shortest trace per rule, and the witnesses of the mutation sweep
+    assert 10 <= len(ENTRIES) <= 200  # per profile one shortest trace per rule, walks and regressions; the witnesses of the mutation sweep
     assert sum(len(t.steps) for _, t in ENTRIES) <= 3000
 
 
@@ -73,13 +75,26 @@ def test_the_index_lists_every_trace_and_its_description():
         assert trace.header.description.replace("|", "\\|") in index
 
 
-def test_the_corpus_holds_realistic_walks_and_the_regressions_as_built_now():
+@pytest.mark.parametrize("profile", profile_names())
+def test_the_corpus_holds_realistic_walks_and_the_regressions_as_built_now_in_each_profile(profile):
     lines = {tuple(t.lines()[1:]) for _, t in ENTRIES}
+    config = Config.for_profile(profile)
     for seed, steps in CORPUS_WALKS:
         assert 100 <= steps <= 300
-        assert tuple(walk(seed, steps).lines()[1:]) in lines, f"walk {seed}: {REBUILD}"
+        assert tuple(walk(seed, steps, config=config).lines()[1:]) in lines, f"walk {seed}: {REBUILD}"
     for regression in REGRESSIONS:
-        assert tuple(regression_trace(regression).lines()[1:]) in lines, f"{regression.name}: {REBUILD}"
+        if profile in regression.profiles:
+            trace = regression_trace(regression, config)
+            assert tuple(trace.lines()[1:]) in lines, f"{regression.name} ({profile}): {REBUILD}"
+
+
+@pytest.mark.parametrize("profile", profile_names())
+def test_the_targeted_traces_of_each_profile_reach_every_rule_that_profile_can_reach(profile):
+    """The corpus holds traces for both profiles; each profile's targeted traces reach, on their
+    own, every runtime rule its walks reach."""
+    own = [t for _, t in ENTRIES if t.header.config.get("profile", "kip-631") == profile]
+    targeted_only = coverage(t for t in own if t.header.generator["name"] == "targeted")
+    assert targeted_only.never_reached == coverage(own).never_reached, REBUILD
 
 
 # ---- the LowestAcknowledgedOffset regression -----------------------------------------------------
@@ -180,13 +195,13 @@ def test_a_rebuild_makes_the_built_traces_again_and_keeps_those_added_by_hand(tm
     old_targeted = next(p for p, t in ENTRIES if t.header.generator["name"] == "targeted")
     (tmp_path / old_targeted.name).write_text(old_targeted.read_text())
 
-    written = build_corpus(tmp_path, rule_ids=["LEASE-8"])
+    written = build_corpus(tmp_path, rule_ids=["LEASE-8"], profiles=["kip-631"])
     names = {p.name for p in tmp_path.glob("*.jsonl")}
     assert names == {p.name for p in written} and by_hand.name in names  # the model has not changed: same name
     assert old_targeted.name not in names
     made = {read(p).header.generator["name"] for p in written}
     assert made == {"shrink", "walk", "regression", "targeted"}
-    assert len(written) == 1 + len(CORPUS_WALKS) + len(REGRESSIONS) + 1
+    assert len(written) == 1 + len(CORPUS_WALKS) + len(REGRESSIONS) + 1  # each regression in kip-631
     assert read(by_hand).header.description == "added by hand"
-    assert build_corpus(tmp_path, rule_ids=["LEASE-8"]) == written  # deterministic
+    assert build_corpus(tmp_path, rule_ids=["LEASE-8"], profiles=["kip-631"]) == written  # deterministic
     assert "added by hand" in (tmp_path / "README.md").read_text()
