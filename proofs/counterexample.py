@@ -41,6 +41,7 @@ from ..model.messages import (
 )
 from ..model.records import NO_LEADER
 from ..model.state import BrokerRegistration, Config, ControllerState, Lease, MetadataImage, Partition, Snapshot, Topic
+from ..spec.profiles import DEFAULT_PROFILE, Profile
 from .symbolic import Broker, Part, View
 
 NAMESPACE = uuid.UUID("6b726166-7473-7065-6300-000000000000")
@@ -67,8 +68,8 @@ def _value(model: z3.ModelRef, term, default=0):
     return default
 
 
-def concretize(model: z3.ModelRef, pre: View, s, transition=None) -> Concrete:
-    """The state (and the transition's event) that ``model`` describes."""
+def concretize(model: z3.ModelRef, pre: View, s, transition=None, profile: str = DEFAULT_PROFILE) -> Concrete:
+    """The state (and the transition's event) that ``model`` describes, under behaviour ``profile``."""
     brokers = {str(b): (i + 1, b) for i, b in enumerate(model.get_universe(Broker) or [])}
     parts = {str(p): (i, p) for i, p in enumerate(model.get_universe(Part) or [])}
 
@@ -83,7 +84,8 @@ def concretize(model: z3.ModelRef, pre: View, s, transition=None) -> Concrete:
                 (), (), None, fenced=_value(model, pre.fenced(b), True))
         if _value(model, pre.lease(b), False):
             leases[bid] = Lease(_value(model, pre.contact(b)), _value(model, pre.offset(b), -1),
-                                _value(model, pre.shut(b), False), _value(model, pre.granted(b), False))
+                                _value(model, pre.shut(b), False), _value(model, pre.released(b), False),
+                                _value(model, pre.soff(b), -1))
     brokers_by_id = {bid: b for bid, b in brokers.values()}
 
     def members(p, field):
@@ -103,7 +105,7 @@ def concretize(model: z3.ModelRef, pre: View, s, transition=None) -> Concrete:
             _value(model, pre.lepoch(p)), _value(model, pre.pepoch(p)))
     image = MetadataImage({}, registrations, topics, partitions)
     timeout = max(2, _value(model, s, 2))
-    config = Config(heartbeat_interval_ms=1, session_timeout_ms=timeout, finalized_features=())
+    config = Config(heartbeat_interval_ms=1, session_timeout_ms=timeout, finalized_features=(), profile=profile)
     log_end = max(_value(model, pre.log_end), 0)
     state = ControllerState(config, _value(model, pre.now), image, image, (), log_end,
                             Snapshot(log_end, snapshot_records(image)), leases)
@@ -187,6 +189,16 @@ def _expire(state: ControllerState, broker_id: int) -> ControllerState:
     return after.evolve(leases=decision.leases)
 
 
+def lemma_1_unfenced_lease_not_released(state: ControllerState) -> list[str]:
+    """LEMMA-1 (proofs/inductive.py) on a concrete state: an unfenced broker's lease is not released."""
+    return [f"LEMMA-1 broker {b} is unfenced and its lease is released" for b, r in state.image.brokers.items()
+            if not r.fenced and b in state.leases and state.leases[b].released]
+
+
+LEMMA_CHECKS = {"LEMMA-1": lemma_1_unfenced_lease_not_released}
+"""The model-side check of each lemma of the proofs, for classifying a counterexample."""
+
+
 def model_violations(inv_id: str, concrete: Concrete) -> list[str] | None:
     """What the model's own check of ``inv_id`` says after replaying, or None if it cannot be replayed."""
     if concrete.event is None:
@@ -194,18 +206,21 @@ def model_violations(inv_id: str, concrete: Concrete) -> list[str] | None:
     after, result = replay(concrete)
     if inv_id in STATE_INVARIANTS:
         return [v for v in STATE_INVARIANTS[inv_id](after) if v.startswith(inv_id)]
+    if inv_id in LEMMA_CHECKS:
+        return LEMMA_CHECKS[inv_id](after)
     if inv_id in STEP_INVARIANTS and result is not None:
         return STEP_INVARIANTS[inv_id](concrete.state, concrete.event, result)
     return None
 
 
-def reachable(inv_id: str, brokers: int, partitions: int, depth: int = 3):
+def reachable(inv_id: str, brokers: int, partitions: int, depth: int = 3, profile: str = DEFAULT_PROFILE):
     """A trace of at most ``depth`` events after the exhaustive scope's warm start (a scope of this
-    size, at most 3 brokers and 2 partitions) whose last event breaks ``inv_id``; None when no
-    sequence within the bound does."""
+    size, at most 3 brokers and 2 partitions, under behaviour ``profile``) whose last event breaks
+    ``inv_id``; None when no sequence within the bound does."""
     from ..conformance.exhaustive import Scope, frontier, trace_of
 
-    scope = Scope(brokers=max(1, min(brokers, 3)), partitions=max(1, min(partitions, 2)))
+    scope = Scope(brokers=max(1, min(brokers, 3)), partitions=max(1, min(partitions, 2)),
+                  config=Config.for_profile(profile))
     found = frontier(scope, depth)
     for path, broken in found.violations:
         if any(v.startswith(inv_id) for v in broken):
@@ -226,7 +241,7 @@ def classify(inv_id: str, concrete: Concrete, depth: int = 3) -> tuple[str, str]
         return "drift", (f"the model keeps {inv_id} from this state: the encoding allows something the model "
                          "does not (a guard missing from the encoding)")
     size = (len(concrete.state.image.brokers), len(concrete.state.image.partitions))
-    trace = reachable(inv_id, *size, depth=depth)
+    trace = reachable(inv_id, *size, depth=depth, profile=concrete.state.config.profile)
     if trace is not None:
         where = f"trace {trace.name}"
         if TRACES_TO is not None:
@@ -247,7 +262,8 @@ def describe(concrete: Concrete) -> str:
         lease = s.leases.get(b)
         held = (f"lease from {lease.last_contact_ms}, offset {lease.metadata_offset}"
                 f"{', in controlled shutdown' if lease.in_controlled_shutdown else ''}"
-                f"{', shutdown granted' if lease.shutdown_granted else ''}") if lease else "no lease"
+                f"{', released' if lease.released else ''}"
+                f"{f', shutdown offset {lease.shutdown_offset}' if lease.shutdown_offset >= 0 else ''}") if lease else "no lease"
         lines.append(f"broker {b}: epoch {r.epoch}, {'fenced' if r.fenced else 'active'}, {held}")
     for p in s.image.partitions.values():
         lines.append(f"partition {s.image.topics[p.topic_id].name}: replicas {list(p.replicas)}, isr {list(p.isr)}, "
@@ -257,14 +273,17 @@ def describe(concrete: Concrete) -> str:
     return "\n".join(lines)
 
 
-def explain(model: z3.ModelRef, inv_id: str, pre: View, transition, branch: str, classify_it: bool = True) -> str:
-    """A failed obligation in words: the state, the event, and what kind of counterexample it is."""
+def explain(model: z3.ModelRef, inv_id: str, pre: View, transition, branch: str, classify_it: bool = True,
+            params: Profile | None = None) -> str:
+    """A failed obligation in words (of profile ``params``, default kip-631): the state, the event,
+    and what kind of counterexample it is."""
     from .inductive import session_timeout
 
+    name = params.name if params is not None else DEFAULT_PROFILE
     where = f"{inv_id} fails after {transition.name if transition else 'the initial state'}" + (
-        f" ({branch})" if branch else "")
+        f" ({branch})" if branch else "") + f" in profile {name}"
     try:
-        concrete = concretize(model, pre, session_timeout(), transition)
+        concrete = concretize(model, pre, session_timeout(), transition, name)
     except Exception as error:  # noqa: BLE001 - a countermodel the model's types refuse is still reported
         return f"{where}; the countermodel is not a state the model can hold ({error})"
     text = f"{where}\n{describe(concrete)}"

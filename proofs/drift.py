@@ -8,10 +8,12 @@ these brokers and partitions exist), and checks, for the branch whose guard hold
 - **one branch**: exactly one branch's guard is satisfiable;
 - **admits**: the model's successor (and, for a heartbeat, its ShouldShutDown and
   LowestAcknowledgedOffset) satisfies the branch: the proofs cover what the model does;
-- **determines**: no other successor does, field by field (the log end excepted: the encoding
-  does not count records, only registration's +1 matters to it), so the encoding is not looser
-  than the model either.
+- **determines**: no other successor does, field by field, given the model's log end (which is
+  not itself checked: the encoding does not count records, only registration's +1 matters to it;
+  a controlled shutdown's offset is read from it), so the encoding is not looser than the model.
 
+Each step is checked against the encoding of the behaviour profile its state's configuration
+names (spec/profiles.toml), so :func:`run` checks one profile's corpus traces and random walks.
 A change to the model that the encoding misses fails here, on the first state where the two part.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections import Counter
 from collections.abc import Iterator
 from uuid import UUID
 
@@ -44,13 +47,16 @@ from ..model.registration import is_malformed, supports_finalized_features
 from ..model.state import Config, ControllerState, MetadataImage
 from ..model.partitions import is_eligible_leader
 from ..model.topics import (
+    MAX_PARTITIONS_PER_REQUEST,
     MAX_RECORDS_PER_REQUEST,
     explicit_assignment,
     is_legal_topic_name,
+    partitions_asked,
     place_by_replication_factor,
     placement_error,
     topic_to_delete,
 )
+from ..spec.profiles import DEFAULT_PROFILE, Profile, profile
 from . import transitions as T
 from .inductive import committed_image_ok, session_timeout
 from .symbolic import Broker, Part, View, state
@@ -76,7 +82,13 @@ class World:
     def __init__(self, broker_ids, partition_keys):
         self.brokers = {b: z3.Const(f"broker{b}", Broker) for b in sorted(broker_ids)}
         keys = sorted(partition_keys, key=str) or [None]  # a sort is never empty: then one that does not exist
-        self.partitions = {k: z3.Const(f"partition{k[0].hex[:6]}/{k[1]}" if k else "partition-none", Part) for k in keys}
+        # a topic id by its first 6 hex digits where that tells it from the others, else in full: two
+        # constants of one name are one constant, and distinct partitions given one name make the
+        # world contradictory (sequential ids such as 00000000-...-0001 and -0002 did, KNOWN_GAPS)
+        short = {k[0]: k[0].hex[:6] for k in keys if k}
+        clash = {t for t in short if sum(v == short[t] for v in short.values()) > 1}
+        self.names = {k: f"{short[k[0]] if k[0] not in clash else k[0].hex}/{k[1]}" for k in keys if k}
+        self.partitions = {k: z3.Const(f"partition{self.names[k]}" if k else "partition-none", Part) for k in keys}
         self.uuids: dict[UUID, int] = {}
         b, p = z3.Const("b", Broker), z3.Const("p", Part)
         self.axioms = []
@@ -132,10 +144,11 @@ def _facts(world: World, v: View, image: MetadataImage, leases, now, log_end, co
                           (f"broker {b} recorded offset = {lease.metadata_offset}", v.offset(c) == lease.metadata_offset),
                           (f"broker {b} in controlled shutdown = {lease.in_controlled_shutdown}",
                            v.shut(c) == lease.in_controlled_shutdown),
-                          (f"broker {b} shutdown granted = {lease.shutdown_granted}", v.granted(c) == lease.shutdown_granted)]
+                          (f"broker {b} lease released = {lease.released}", v.released(c) == lease.released),
+                          (f"broker {b} shutdown offset = {lease.shutdown_offset}", v.soff(c) == lease.shutdown_offset)]
             else:
                 facts += [(f"broker {b} (no lease) not in controlled shutdown", z3.Not(v.shut(c))),
-                          (f"broker {b} (no lease) shutdown not granted", z3.Not(v.granted(c)))]
+                          (f"broker {b} (no lease) not released", z3.Not(v.released(c)))]
     if partitions:
         facts += _partition_facts(world, v, image)
     facts += [(f"clock = {now}", v.now == now), (f"committed offset = {committed}", v.committed == committed)]
@@ -148,7 +161,7 @@ def _partition_facts(world: World, v: View, image: MetadataImage) -> list[Fact]:
     facts: list[Fact] = []
     for key, c in world.partitions.items():
         p = image.partitions.get(key)
-        name = f"partition {key[0].hex[:6]}/{key[1]}" if key else "partition"
+        name = f"partition {world.names[key]}" if key else "partition"
         facts.append((f"{name} exists = {p is not None}", v.live(c) == (p is not None)))
         if p is None:
             continue
@@ -191,16 +204,19 @@ def _event_ids(state: ControllerState, event) -> tuple[set[int], set]:
             for p in t.partitions:
                 brokers |= set(p.replicas or ())
     elif isinstance(event, CreateTopicsRequest):
-        for _, key, replicas in _proposals(state, event):
+        for _, key, replicas, _ in _proposals(state, event):
             keys.add(key)
             brokers |= set(replicas)
     return brokers, keys
 
 
-def _proposals(state: ControllerState, request: CreateTopicsRequest) -> list[tuple[int, tuple, tuple[int, ...]]]:
-    """(topic number, partition key, replicas) of every topic that passes the checks before TOPIC-5:
+def _proposals(state: ControllerState, request: CreateTopicsRequest) -> list[tuple[int, tuple, tuple[int, ...], bool]]:
+    """(topic number, partition key, replicas, placed by replication factor) of every topic that
+    passes the checks before TOPIC-5:
     the name (TOPIC-2), named once, a new name and id, and an assignment (TOPIC-3, TOPIC-4)."""
     out, names, ids = [], set(), set()
+    if partitions_asked(request) > MAX_PARTITIONS_PER_REQUEST:
+        return []  # TOPIC-11: counted before any check; the request is refused as a whole
     room = MAX_RECORDS_PER_REQUEST
     for n, topic in enumerate(request.topics):
         first = topic.name not in names
@@ -215,18 +231,18 @@ def _proposals(state: ControllerState, request: CreateTopicsRequest) -> list[tup
         if topic.assignments:
             error, assignment = explicit_assignment(state.image, topic)
         else:  # TOPIC-11: counted before anything is placed, so a huge count builds nothing
-            error, assignment = placement_error(state.image, topic), None
+            error, assignment = placement_error(state.image, state.leases, topic), None
         if error.value != 0:
             continue
         count = len(assignment) if assignment is not None else topic.num_partitions
         if 1 + count > room:
             return []  # TOPIC-11: the request is refused as a whole, nothing is proposed
         if assignment is None:
-            _, assignment = place_by_replication_factor(state.image, topic)
-        ids.add(topic.topic_id)
+            _, assignment = place_by_replication_factor(state.image, state.leases, topic)
         if all(any(is_eligible_leader(state.image, state.leases, r) for r in replicas) for replicas in assignment):
-            room -= 1 + count  # only a topic TOPIC-5 lets through appends records
-        out += [(n, (topic.topic_id, i), tuple(replicas)) for i, replicas in enumerate(assignment)]
+            ids.add(topic.topic_id)  # only a topic TOPIC-5 lets through is created, takes its id
+            room -= 1 + count  # and appends records
+        out += [(n, (topic.topic_id, i), tuple(replicas), not topic.assignments) for i, replicas in enumerate(assignment)]
     return out
 
 
@@ -261,12 +277,12 @@ def _pin_params(world: World, transition: T.Transition, state: ControllerState, 
                           k["isr_reordered"](c) == (current is None or tuple(e.new_isr) != current.isr)]
                 facts += [k["new_isr"](c, bc) == (b in e.new_isr) for b, bc in W.items()]
     elif isinstance(event, CreateTopicsRequest):
-        proposals = {key: (n, replicas) for n, key, replicas in _proposals(state, event)}
+        proposals = {key: (n, replicas, by_factor) for n, key, replicas, by_factor in _proposals(state, event)}
         for key, c in world.partitions.items():
             facts.append(k["proposed"](c) == (key in proposals))
             if key in proposals:
-                n, replicas = proposals[key]
-                facts.append(k["topic"](c) == n)
+                n, replicas, by_factor = proposals[key]
+                facts += [k["topic"](c) == n, k["by_factor"](c) == by_factor]
                 facts += [k["replicas"](c, bc) == (b in replicas) for b, bc in W.items()]
                 facts += [k["rank"](c, W[b]) == i for i, b in enumerate(replicas)]
     elif isinstance(event, DeleteTopicsRequest):
@@ -301,15 +317,17 @@ def _pin_params(world: World, transition: T.Transition, state: ControllerState, 
 _BUILT: dict = {}
 
 
-def built(build) -> T.Transition:
-    """The transition of a builder over the state named "pre" (built once: every check shares it)."""
-    if build not in _BUILT:
-        _BUILT[build] = build(state("pre"), session_timeout())
-    return _BUILT[build]
+def built(build, params: Profile | None = None) -> T.Transition:
+    """The transition of a builder over the state named "pre" in profile ``params`` (default
+    kip-631), built once per profile: every check shares it."""
+    params = params or profile(DEFAULT_PROFILE)
+    if (build, params.name) not in _BUILT:
+        _BUILT[build, params.name] = build(state("pre"), session_timeout(), params)
+    return _BUILT[build, params.name]
 
 
-def _failover(pre, s):
-    return T.failover(pre, s, committed_image_ok)
+def _failover(pre, s, params):
+    return T.failover(pre, s, params, committed_image_ok)
 
 
 class _Solver:
@@ -329,9 +347,11 @@ class _Solver:
 
 
 def check_step(build, before: ControllerState, event, after: ControllerState, *,
-               world: World, params=(), reply=None, exact_log_end: bool = False) -> Mismatch | None:
-    """Check one transition of the encoding against one concrete step ``before -> after``."""
-    transition = built(build)
+               world: World, params=(), reply=None, exact_log_end: bool = False,
+               branches: Counter | None = None) -> Mismatch | None:
+    """Check one transition of the encoding, in the profile of ``before``'s configuration, against
+    one concrete step ``before -> after``."""
+    transition = built(build, before.config.params)
     pre = state("pre")
     solve = _Solver([session_timeout() == before.config.session_timeout_ms, *world.axioms,
                      *map(world.ground, transition.axioms), *state_facts(world, pre, before), *params])
@@ -340,6 +360,8 @@ def check_step(build, before: ControllerState, event, after: ControllerState, *,
         names = ", ".join(b.name for b in taken) or "none"
         return Mismatch("one branch", transition.name, names, event, f"branches whose guard holds: {names}")
     branch = taken[0]
+    if branches is not None:
+        branches[transition.name, branch.name] += 1
     post = branch.post
     expected = _facts(world, post, after.image, after.leases, after.now_ms, after.log_end_offset, after.committed_offset)
     if reply is not None and branch.should_shut_down is not None:
@@ -350,10 +372,14 @@ def check_step(build, before: ControllerState, event, after: ControllerState, *,
     solve.solver.add(*map(world.ground, branch.axioms))
     if solve(branch.guard, *[f for _, f in expected]) != z3.sat:
         return Mismatch("admits", transition.name, branch.name, event, _first_refused(solve, branch.guard, expected))
+    # the encoding does not count records, so the log end is given (what depends on it, a shutdown's
+    # offset, must then follow) and, but for the steps that append a known count, not checked
+    log_end = [f for label, f in expected if label.startswith("log end offset")]
+    given = z3.And(branch.guard, *([] if exact_log_end else log_end))
     determined = [(label, f) for label, f in expected if exact_log_end or not label.startswith("log end offset")]
-    if solve(branch.guard, z3.Or(*[z3.Not(f) for _, f in determined])) != z3.unsat:
+    if solve(given, z3.Or(*[z3.Not(f) for _, f in determined])) != z3.unsat:
         return Mismatch("determines", transition.name, branch.name, event,
-                        _first_undetermined(solve, branch.guard, determined))
+                        _first_undetermined(solve, given, determined))
     return None
 
 
@@ -371,42 +397,51 @@ def _first_undetermined(solve, guard, expected: list[Fact]) -> str:
     return "the encoding allows another successor"
 
 
-def check(before: ControllerState, event, result) -> list[Mismatch]:
-    """Check the encoding against the model on ``step(before, event) = result``."""
+_REQUESTS = {
+    BrokerRegistrationRequest: T.registration, BrokerHeartbeatRequest: T.heartbeat,
+    UnregisterBrokerRequest: T.unregistration, AlterIsrRequest: T.alter_isr,
+    CreateTopicsRequest: T.create_topics, DeleteTopicsRequest: T.delete_topics,
+    AlterPartitionReassignmentsRequest: T.reassign, ListPartitionReassignmentsRequest: T.list_reassignments,
+}
+_BUILDERS = (*_REQUESTS.values(), T.tick_advance, T.tick_expire, T.tick_done, T.commit, _failover, T.take_snapshot)
+"""Every transition the drift check builds, requests first."""
+
+
+def check(before: ControllerState, event, result, branches: Counter | None = None) -> list[Mismatch]:
+    """Check the encoding against the model on ``step(before, event) = result``; count the branch
+    each piece takes in ``branches``, by (transition, branch)."""
     after = result.state
     brokers, keys = _event_ids(before, event)
     world = World(_broker_ids(before, brokers, _broker_ids(after)),
                   set(before.image.partitions) | set(after.image.partitions) | keys)
     out: list[Mismatch] = []
 
+    params = before.config.params
+
     def run(build, b, ev, a, **kw):
-        mismatch = check_step(build, b, ev, a, world=world, params=_pin_params(world, built(build), b, ev), **kw)
+        mismatch = check_step(build, b, ev, a, world=world, params=_pin_params(world, built(build, params), b, ev),
+                              branches=branches, **kw)
         if mismatch:
             out.append(mismatch)
 
-    builders = {
-        BrokerRegistrationRequest: T.registration, BrokerHeartbeatRequest: T.heartbeat,
-        UnregisterBrokerRequest: T.unregistration, AlterIsrRequest: T.alter_isr,
-        CreateTopicsRequest: T.create_topics, DeleteTopicsRequest: T.delete_topics,
-        AlterPartitionReassignmentsRequest: T.reassign, ListPartitionReassignmentsRequest: T.list_reassignments,
-    }
-    if type(event) in builders:
+    if type(event) in _REQUESTS:
         reply = handle_broker_heartbeat(before, event).response if isinstance(event, BrokerHeartbeatRequest) else None
-        run(builders[type(event)], before, event, after, reply=reply,
+        run(_REQUESTS[type(event)], before, event, after, reply=reply,
             exact_log_end=isinstance(event, BrokerRegistrationRequest))
     elif isinstance(event, Tick):
-        _check_tick(before, event, after, world, out)
+        _check_tick(before, event, after, world, out, branches)
     elif isinstance(event, Commit):
-        committed = built(T.commit).params["committed"]
+        committed = built(T.commit, params).params["committed"]
         mismatch = check_step(T.commit, before, event, after, world=world,
-                              params=[committed == after.committed_offset], exact_log_end=True)
+                              params=[committed == after.committed_offset], exact_log_end=True, branches=branches)
         if mismatch:
             out.append(mismatch)
     elif isinstance(event, Failover):
-        image = built(_failover).params["committed_image"]
+        image = built(_failover, params).params["committed_image"]
         pinned = [f for _, f in _facts(world, image, before.committed_image, {}, before.now_ms, None,
                                        before.committed_offset, lease_fields=False)]
-        mismatch = check_step(_failover, before, event, after, world=world, params=pinned, exact_log_end=True)
+        mismatch = check_step(_failover, before, event, after, world=world, params=pinned, exact_log_end=True,
+                              branches=branches)
         if mismatch:
             out.append(mismatch)
     elif isinstance(event, TakeSnapshot):
@@ -414,17 +449,19 @@ def check(before: ControllerState, event, result) -> list[Mismatch]:
     return out
 
 
-def _check_tick(before: ControllerState, event: Tick, after: ControllerState, world: World, out: list) -> None:
+def _check_tick(before: ControllerState, event: Tick, after: ControllerState, world: World, out: list,
+                branches: Counter | None = None) -> None:
     """A tick, piece by piece as model.controller._tick runs it: the clock, each lapsed lease, the end."""
+    params = before.config.params
     advanced = before.evolve(now_ms=event.now_ms) if event.now_ms > before.now_ms else before
-    pieces = [(T.tick_advance, before, advanced, [built(T.tick_advance).params["now"] == event.now_ms])]
+    pieces = [(T.tick_advance, before, advanced, [built(T.tick_advance, params).params["now"] == event.now_ms])]
     current = advanced
     if event.now_ms > before.now_ms:
         while (broker_id := next_lease_expiry(current)) is not None:
             decision = expire_lease(current, broker_id)
             nxt, _ = append(current, decision.records)
             nxt = nxt.evolve(leases=decision.leases)
-            x = built(T.tick_expire).params["broker"]
+            x = built(T.tick_expire, params).params["broker"]
             pieces.append((T.tick_expire, current, nxt, [x == world.brokers[broker_id]]))
             current = nxt
     pieces.append((T.tick_done, current, current, []))
@@ -432,7 +469,7 @@ def _check_tick(before: ControllerState, event: Tick, after: ControllerState, wo
         out.append(Mismatch("admits", "Tick", "loop", event, "the pieces do not add up to the model's tick"))
         return
     for build, b, a, params in pieces:
-        mismatch = check_step(build, b, event, a, world=world, params=params, exact_log_end=False)
+        mismatch = check_step(build, b, event, a, world=world, params=params, exact_log_end=False, branches=branches)
         if mismatch:
             out.append(mismatch)
             return
@@ -445,9 +482,11 @@ COMMON = {"Tick": 0.2, "Commit": 0.2, "BrokerHeartbeatRequest": 0.3, "BrokerRegi
 """Events the walks are full of, kept with these odds, so that the rare kinds get their share."""
 
 
-def samples(count: int, seed: int = 0, steps: int = 80) -> Iterator[tuple[ControllerState, object, object]]:
+def samples(count: int, seed: int = 0, steps: int = 80,
+            profile: str = DEFAULT_PROFILE) -> Iterator[tuple[ControllerState, object, object]]:
     """``count`` concrete (state, event, result) triples from the model's swarm random walks
-    (deterministic by ``seed``), with the common events thinned out (:data:`COMMON`)."""
+    (deterministic by ``seed``) under behaviour ``profile`` with its default timings, with the
+    common events thinned out (:data:`COMMON`)."""
     from ..conformance.generate import FAULTS, FaultySimulation, swarm
 
     rng = random.Random(seed)
@@ -457,7 +496,7 @@ def samples(count: int, seed: int = 0, steps: int = 80) -> Iterator[tuple[Contro
         mix = swarm(seed * 100_003 + walk)
         walk += 1
         simulation = FaultySimulation(rng.randrange(2**32), mix["brokers"], mix["partitions"],
-                                      frozenset(mix["faults"]) & frozenset(FAULTS), Config())
+                                      frozenset(mix["faults"]) & frozenset(FAULTS), Config.for_profile(profile))
         before = simulation.state
         for happening in simulation.run(steps):
             if rng.random() < COMMON.get(type(happening.event).__name__, 1.0):
@@ -468,25 +507,123 @@ def samples(count: int, seed: int = 0, steps: int = 80) -> Iterator[tuple[Contro
             before = simulation.state
 
 
-KNOWN_GAPS = {
-    name: "a CreateTopics step for which no branch of the encoding's transition holds, then commits"
-    for name in ("033bfe73d17007e4.jsonl", "8819c0d58d8445ba.jsonl", "a5c598a20bf286d7.jsonl",
-                 "d23801f02115f490.jsonl", "d4d7675e1c9ea53c.jsonl")
-}
-"""Corpus traces (witnesses of the mutation sweep) on which the encoding and the model part: an open
-gap in the encoding, found when these traces joined the corpus and not yet explained. They are left
-out of :func:`corpus_samples`; tests/test_proofs.py checks that each still parts (so the list is
-emptied as the encoding is fixed) and that every other trace agrees."""
+def scripted_samples(profile: str = DEFAULT_PROFILE) -> Iterator[tuple[ControllerState, object, object]]:
+    """The steps of a short scripted run under ``profile`` that takes every branch of the kafka
+    encoding, and of the kip-631 one but a fenced broker asking to shut down, whatever the corpus
+    and the walks reach (a kafka walk first lets a broker in controlled shutdown go after some 2,000
+    sampled steps): registrations and a retry, a reassignment that completes at once and one that
+    an AlterIsr completes, a controlled shutdown of a broker that leads (in kafka: begun, waited on
+    while another broker lags, let go), two at once, one of a broker that leads nothing, fencing on
+    request, refusals, unregistering, lapsed leases, a snapshot, a new incarnation taking the id of
+    a broker let go, and a failover after which the fenced broker's id is released and a new one
+    takes it. (In kip-631 the branches of a heartbeat that finds its broker still in controlled
+    shutdown cannot be taken: the heartbeat that begins a shutdown ends it.)"""
+    from uuid import UUID
+
+    from ..model.log import initial_state
+    from ..model.messages import (
+        AlterIsrPartition,
+        AlterIsrTopic,
+        CreatableTopic,
+        Feature,
+        ReassignablePartition,
+        ReassignableTopic,
+        ReplicaAssignment,
+    )
+
+    config = Config.for_profile(profile)
+    current = initial_state(config)
+
+    def applied() -> int:  # a heartbeat's offset that says the whole committed log is applied (DEC-2)
+        return current.committed_offset - (0 if config.params.heartbeat_offset == "next-offset" else 1)
+
+    def epoch(b: int) -> int:
+        return current.image.brokers[b].epoch
+
+    def heartbeat(b: int, want_fence: bool = False, want_shut_down: bool = False):
+        return BrokerHeartbeatRequest(b, epoch(b), applied(), want_fence, want_shut_down)
+
+    def register(b: int, generation: int = 0):
+        features = tuple(Feature(f.name, f.min_level, f.max_level) for f in config.finalized_features)
+        return BrokerRegistrationRequest(b, config.cluster_id, UUID(int=(b << 8) + generation + 1), features=features)
+
+    def topic(name: str, n: int, *replicas: tuple[int, ...]):
+        return CreateTopicsRequest((CreatableTopic(name, UUID(int=n), assignments=tuple(
+            ReplicaAssignment(i, r) for i, r in enumerate(replicas))),))
+
+    def reassign(name: str, target: tuple[int, ...] | None):
+        return AlterPartitionReassignmentsRequest((ReassignableTopic(name, (ReassignablePartition(0, target),)),))
+
+    def alter_isr(name: str, isr: tuple[int, ...]):
+        p = current.image.partitions[current.image.topic_named(name).topic_id, 0]
+        entry = AlterIsrPartition(0, p.leader_epoch, isr, p.partition_epoch)
+        return AlterIsrRequest(p.leader, epoch(p.leader), (AlterIsrTopic(p.topic_id, (entry,)),))
+
+    def commit():
+        return Commit(current.log_end_offset)
+
+    script = [
+        lambda: register(1), lambda: register(2), lambda: register(3), lambda: register(1), commit,  # a retry
+        lambda: heartbeat(1), lambda: heartbeat(2), lambda: heartbeat(3), commit,
+        lambda: topic("pair", 1, (1, 2)), lambda: topic("solo", 2, (1,)), lambda: topic("trio", 3, (2, 3, 1)), commit,
+        lambda: reassign("trio", (3, 1)),  # removes the leader; the ISR holds the target: complete at once
+        lambda: reassign("pair", (2, 3)), commit, lambda: ListPartitionReassignmentsRequest(),
+        lambda: alter_isr("pair", (1, 2, 3)), commit,  # 3 in sync: complete, and 1 is no longer a replica
+        lambda: heartbeat(2), lambda: heartbeat(3),
+        lambda: heartbeat(1, want_shut_down=True),  # leads 'solo': kip-631 lets it go, kafka begins
+        commit,
+        lambda: heartbeat(1),  # kafka: waits, broker 2 has not applied the shutdown's records
+        lambda: heartbeat(2), lambda: heartbeat(3),
+        lambda: heartbeat(1),  # kafka: let go
+        lambda: heartbeat(1, want_shut_down=True),  # fenced: kafka writes the fence again
+        commit, lambda: register(4), commit, lambda: heartbeat(4),
+        lambda: heartbeat(4, want_shut_down=True),  # leads nothing: let go at once
+        lambda: heartbeat(3, want_fence=True), lambda: heartbeat(3, want_fence=True),  # fenced on request, stays so
+        lambda: BrokerHeartbeatRequest(2, epoch(2) + 1000, applied(), False, False),  # a stale epoch: refused
+        lambda: AlterIsrRequest(2, epoch(2) + 1000, ()),  # a stale epoch: refused
+        lambda: DeleteTopicsRequest(("solo",)), lambda: UnregisterBrokerRequest(9), lambda: UnregisterBrokerRequest(4),
+        commit, TakeSnapshot,
+        lambda: Tick(current.now_ms),  # the clock does not move
+        lambda: Tick(current.now_ms + config.session_timeout_ms + 1),  # every lease lapses
+        commit, lambda: heartbeat(2), lambda: heartbeat(3), commit,
+        lambda: register(2, generation=1),  # another incarnation while broker 2 holds its lease: refused
+        lambda: topic("more", 5, (2,), (3,)), commit, lambda: heartbeat(2), lambda: heartbeat(3),
+        # both lead: kafka begins both shutdowns; broker 2 is then let go although broker 3 has not
+        # applied its records, as 3 is in controlled shutdown too and so not counted
+        lambda: heartbeat(2, want_shut_down=True), lambda: heartbeat(3, want_shut_down=True),
+        lambda: heartbeat(2), lambda: heartbeat(3), commit,
+        lambda: register(3, generation=1),  # answered ShouldShutDown, so released: taken at once
+        commit, Failover, lambda: register(1, generation=1),  # fenced at the failover, so released: taken at once
+    ]
+    for next_event in script:
+        event = next_event()
+        result = model_step(current, event)
+        yield current, event, result
+        current = result.state
 
 
-def corpus_samples(folder=None, leave_out=tuple(KNOWN_GAPS), only=None) -> Iterator[tuple[ControllerState, object, object]]:
+KNOWN_GAPS: dict[str, str] = {}
+"""Corpus traces on which the encoding and the model part, by name, with what parts: an open gap in
+the encoding, left out of :func:`corpus_samples` until it is fixed; tests/test_proofs.py checks
+that each still parts (so the list is emptied as the encoding is fixed) and that every other trace
+agrees. Empty: the five sweep witnesses once listed here (033bfe73d17007e4, 8819c0d58d8445ba,
+a5c598a20bf286d7, d23801f02115f490 and d4d7675e1c9ea53c, since recorded again under other names)
+parted from the encoding because of the check, not the encoding: their topic ids
+(00000000-0000-0000-0000-000000000001 and the like) share their first six hex digits, which named
+the world's partition constants, so two partitions were one constant and the closed world was
+contradictory (no branch could hold). :class:`World` now names them apart."""
+
+
+def corpus_samples(folder=None, leave_out=tuple(KNOWN_GAPS), only=None,
+                   profile: str | None = None) -> Iterator[tuple[ControllerState, object, object]]:
     """Every step of every trace of the regression corpus, which together fire every rule, but the
-    traces named in ``leave_out`` (or only the trace named ``only``)."""
+    traces named in ``leave_out`` (or only the trace named ``only``); with ``profile``, only the
+    traces of that behaviour profile (each trace runs under the profile its header names)."""
     from importlib.resources import files
     from pathlib import Path
 
     from ..conformance.adapters import model_config, model_event
-    from ..conformance.trace import read
+    from ..conformance.trace import profile_of, read
     from ..model.log import initial_state
 
     folder = Path(folder) if folder else Path(str(files("kraftspec.conformance").joinpath("corpus")))
@@ -494,6 +631,8 @@ def corpus_samples(folder=None, leave_out=tuple(KNOWN_GAPS), only=None) -> Itera
         if (path.name in leave_out and only is None) or (only is not None and path.name != only):
             continue
         trace = read(path)
+        if profile is not None and profile_of(trace.header.config) != profile:
+            continue
         current = initial_state(model_config(trace.header.config))
         for s in trace.steps:
             event = model_event(s.event)
@@ -502,24 +641,27 @@ def corpus_samples(folder=None, leave_out=tuple(KNOWN_GAPS), only=None) -> Itera
             current = result.state
 
 
-def run(count: int = 1000, seed: int = 0, corpus: bool = True, progress=None) -> "DriftReport":
-    """Check every step of the corpus (when ``corpus``) and ``count`` steps sampled from random walks."""
+def run(count: int = 1000, seed: int = 0, corpus: bool = True, progress=None,
+        profile: str = DEFAULT_PROFILE) -> "DriftReport":
+    """Check every step of the corpus's traces of behaviour ``profile`` (when ``corpus``) and
+    ``count`` steps sampled from random walks under it, against the encoding of that profile."""
     import time
 
     started = time.perf_counter()
     mismatches: list[Mismatch] = []
     kinds: dict[str, int] = {}
+    branches: Counter = Counter()
     checked = 0
-    sources = [corpus_samples()] if corpus else []
-    sources.append(samples(count, seed))
+    sources = [corpus_samples(profile=profile), scripted_samples(profile)] if corpus else []
+    sources.append(samples(count, seed, profile=profile))
     for source in sources:
         for before, event, result in source:
             kinds[type(event).__name__] = kinds.get(type(event).__name__, 0) + 1
-            mismatches += check(before, event, result)
+            mismatches += check(before, event, result, branches)
             checked += 1
             if progress:
                 progress(checked)
-    return DriftReport(checked, tuple(mismatches), kinds, time.perf_counter() - started)
+    return DriftReport(checked, tuple(mismatches), kinds, time.perf_counter() - started, dict(branches), profile)
 
 
 @attrs.frozen
@@ -528,6 +670,14 @@ class DriftReport:
     mismatches: tuple[Mismatch, ...]
     kinds: dict[str, int]
     seconds: float
+    branches: dict[tuple[str, str], int] = attrs.field(factory=dict)  # (transition, branch) -> steps that took it
+    profile: str = DEFAULT_PROFILE
+
+    def untaken(self) -> list[tuple[str, str]]:
+        """The branches of the profile's encoding that no checked step took."""
+        params = profile(self.profile)
+        every = [(t.name, b.name) for build in _BUILDERS for t in [built(build, params)] for b in t.branches]
+        return [key for key in every if key not in self.branches]
 
     @property
     def passed(self) -> bool:

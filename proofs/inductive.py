@@ -1,12 +1,15 @@
 """The model's invariants, proved inductive with Z3 for any number of brokers and partitions.
 
-For every invariant of spec/invariants.md that the encoding can state and every transition of
-:mod:`kraftspec.proofs.transitions`, two obligations: ``init => Inv`` and, branch by branch,
-``Inv and guard and Transition => Inv'``, where ``Inv`` is the conjunction of all the encoded
-invariants (each proved inductive relative to the others: together they are one inductive
-invariant). An obligation is proved when Z3 finds the negation unsatisfiable.
+For every behaviour profile (spec/profiles.toml), every invariant of spec/invariants.md that the
+encoding can state (and the proofs' own lemmas, :data:`LEMMAS`) and every transition of
+:mod:`kraftspec.proofs.transitions` built for that profile, two obligations: ``init => Inv`` and,
+branch by branch, ``Inv and guard and Transition => Inv'``, where ``Inv`` is the conjunction of all
+the encoded invariants of the profile (each proved inductive relative to the others: together they
+are one inductive invariant). An obligation is proved when Z3 finds the negation unsatisfiable.
+One whose transition and claim are the same formulas in every profile is proved once for all of
+them, from the clauses of ``Inv`` the profiles share (:func:`obligations`).
 
-Three details a reviewer should know:
+Four details a reviewer should know:
 
 - **A tick is a loop.** The model's tick moves the clock and then fences lapsed leases one at a
   time. Between those pieces INV-10 (an unfenced broker's lease has not lapsed) is broken on
@@ -18,21 +21,25 @@ Three details a reviewer should know:
   when the log ended at the committed offset, and those images are exactly what this induction
   covers. So a failover may assume the committed image satisfies the state invariants, with the
   committed offset as its log end (:func:`committed_image_ok`).
-- **Non-vacuity.** For every branch, ``Inv and guard`` is checked satisfiable, so no proof is
-  true merely because a branch can never be taken.
+- **Non-vacuity.** For every branch and profile, ``Inv and guard`` is checked satisfiable, so no
+  proof is true merely because a branch can never be taken.
+- **LEMMA-1** (an unfenced broker's lease is not released) is not in spec/invariants.md: REG-4 lets
+  a new incarnation replace a registration whose lease is released, so INV-3 and INV-9 need it.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 
 import attrs
 import z3
 
-from .obligations import FAILED, PROVED, UNKNOWN, Obligation
-from .symbolic import Broker, Part, View, state
+from ..spec.profiles import DEFAULT_PROFILE, Profile, profile, profile_names
 from . import transitions as T
+from .obligations import ALL_PROFILES, FAILED, PROVED, UNKNOWN, Obligation
+from .symbolic import BROKER_FIELDS, PAIR_FIELDS, PART_FIELDS, SCALARS, Broker, Part, View, state
 
 B, P = z3.Const("b", Broker), z3.Const("p", Part)
 A = z3.Const("a", Broker)
@@ -41,12 +48,12 @@ A = z3.Const("a", Broker)
 # ---- the invariants (spec/invariants.md), as formulas over a view -----------------------------
 
 
-def inv_1(v: View, s) -> z3.BoolRef:
+def inv_1(v: View, s, params: Profile) -> z3.BoolRef:
     """INV-1: a leader is in the ISR."""
     return z3.ForAll([P], z3.Implies(z3.And(v.live(P), v.led(P)), v.isr(P, v.leader(P))))
 
 
-def inv_2(v: View, s) -> z3.BoolRef:
+def inv_2(v: View, s, params: Profile) -> z3.BoolRef:
     """INV-2: ISR, adding and removing within the replicas, adding and removing disjoint; no
     replica twice (distinct replicas have distinct places in the preferred order)."""
     return z3.And(
@@ -57,17 +64,21 @@ def inv_2(v: View, s) -> z3.BoolRef:
     )
 
 
-def inv_3(v: View, s) -> z3.BoolRef:
+def inv_3(v: View, s, params: Profile) -> z3.BoolRef:
     """INV-3: a leader is registered and unfenced."""
     return z3.ForAll([P], z3.Implies(z3.And(v.live(P), v.led(P)), z3.And(v.reg(v.leader(P)), z3.Not(v.fenced(v.leader(P))))))
 
 
-def inv_5(v: View, s) -> z3.BoolRef:
-    """INV-5: every broker a partition names is registered."""
-    return z3.ForAll([P, B], z3.Implies(z3.And(v.live(P), v.names(P, B)), v.reg(B)))
+def inv_5(v: View, s, params: Profile) -> z3.BoolRef:
+    """INV-5: an unregistered broker leads nothing and is in no ISR but as its sole member (DEC-20);
+    it may still be named in the replica lists."""
+    return z3.And(
+        z3.ForAll([P, B], z3.Implies(z3.And(v.live(P), z3.Not(v.reg(B))), z3.Not(z3.And(v.led(P), v.leader(P) == B)))),
+        z3.ForAll([P, A, B], z3.Implies(z3.And(v.live(P), v.isr(P, B), z3.Not(v.reg(B)), A != B), z3.Not(v.isr(P, A)))),
+    )
 
 
-def inv_6(v: View, s) -> z3.BoolRef:
+def inv_6(v: View, s, params: Profile) -> z3.BoolRef:
     """INV-6: broker epochs are distinct and below the log end offset."""
     return z3.And(
         z3.ForAll([A, B], z3.Implies(z3.And(v.reg(A), v.reg(B), A != B), v.epoch(A) != v.epoch(B))),
@@ -75,42 +86,64 @@ def inv_6(v: View, s) -> z3.BoolRef:
     )
 
 
-def inv_9(v: View, s) -> z3.BoolRef:
+def inv_9(v: View, s, params: Profile) -> z3.BoolRef:
     """INV-9: in an ISR of more than one member, every member is registered and unfenced."""
     return z3.ForAll([P, A, B], z3.Implies(
         z3.And(v.live(P), v.isr(P, A), v.isr(P, B), A != B), z3.And(v.reg(A), z3.Not(v.fenced(A)))))
 
 
-def inv_10_leases(v: View, s) -> z3.BoolRef:
+def inv_10_leases(v: View, s, params: Profile) -> z3.BoolRef:
     """INV-10, first clause: exactly the registered brokers hold a lease."""
     return z3.ForAll([B], v.lease(B) == v.reg(B))
 
 
-def inv_10_time(v: View, s) -> z3.BoolRef:
-    """INV-10, second clause: an unfenced broker's lease has not lapsed."""
-    return z3.ForAll([B], z3.Implies(z3.And(v.reg(B), z3.Not(v.fenced(B))), v.now < v.lease_deadline(B, s)))
+def inv_10_time(v: View, s, params: Profile) -> z3.BoolRef:
+    """INV-10, second clause: an unfenced broker's lease has not lapsed (the profile's boundary, DEC-7)."""
+    return z3.ForAll([B], z3.Implies(z3.And(v.reg(B), z3.Not(v.fenced(B))), z3.Not(T.lapsed(v, B, s, params))))
 
 
-def inv_10(v: View, s) -> z3.BoolRef:
+def inv_10(v: View, s, params: Profile) -> z3.BoolRef:
     """INV-10: every registered broker, and no other, holds a lease; an unfenced one's has not lapsed."""
-    return z3.And(inv_10_leases(v, s), inv_10_time(v, s))
+    return z3.And(inv_10_leases(v, s, params), inv_10_time(v, s, params))
 
 
-def inv_13(v: View, s) -> z3.BoolRef:
+def inv_13(v: View, s, params: Profile) -> z3.BoolRef:
     """INV-13: a broker in controlled shutdown is registered and unfenced."""
     return z3.ForAll([B], z3.Implies(v.shut(B), z3.And(v.reg(B), z3.Not(v.fenced(B)))))
 
 
-def inv_17(v: View, s) -> z3.BoolRef:
-    """INV-17: removing replicas come before every other replica in the replica list."""
+def inv_17(v: View, s, params: Profile) -> z3.BoolRef:
+    """INV-17: removing replicas come before every other replica in the replica list (kip-631's
+    layout), or after every other one (kafka's, DEC-18)."""
+    if params.reassignment_layout == "target-then-removing":
+        return z3.ForAll([P, A, B], z3.Implies(
+            z3.And(v.live(P), v.rem(P, A), v.rep(P, B), z3.Not(v.rem(P, B))), v.rank(P, B) < v.rank(P, A)))
     return z3.ForAll([P, A, B], z3.Implies(
         z3.And(v.live(P), v.rem(P, A), v.rep(P, B), z3.Not(v.rem(P, B))), v.rank(P, A) < v.rank(P, B)))
 
 
-STATE_INVARIANTS: dict[str, Callable[[View, z3.ArithRef], z3.BoolRef]] = {
+STATE_INVARIANTS: dict[str, Callable[[View, z3.ArithRef, Profile], z3.BoolRef]] = {
     "INV-1": inv_1, "INV-2": inv_2, "INV-3": inv_3, "INV-5": inv_5, "INV-6": inv_6,
     "INV-9": inv_9, "INV-10": inv_10, "INV-13": inv_13, "INV-17": inv_17,
 }
+
+
+def lemma_1(v: View, s, params: Profile) -> z3.BoolRef:
+    """LEMMA-1: an unfenced broker's lease is not released (REG-4, DEC-6). Only a heartbeat answered
+    ShouldShutDown (whose broker is fenced in the same batch), a failover (for a fenced broker) and,
+    in the kafka profile, a registration (whose broker is fenced) release a lease; every other
+    accepted heartbeat, and so every unfencing, claims it again."""
+    return z3.ForAll([B], z3.Implies(z3.And(v.reg(B), z3.Not(v.fenced(B))), z3.Not(v.released(B))))
+
+
+LEMMAS: dict[str, Callable[[View, z3.ArithRef, Profile], z3.BoolRef]] = {"LEMMA-1": lemma_1}
+"""Invariants of the encoding that spec/invariants.md does not state, proved inductive with the
+others and part of the inductive invariant: REG-4 lets a new incarnation replace a registration
+whose lease is released, so INV-3 and INV-9 need to know that only a fenced broker's can be."""
+
+CLAUSES = {**STATE_INVARIANTS, **LEMMAS}
+"""Every state invariant the proofs carry: the spec's, then the lemmas."""
+
 IMAGE_INVARIANTS = ("INV-1", "INV-2", "INV-3", "INV-5", "INV-6", "INV-9", "INV-17")
 """The invariants of the metadata image alone: what the committed image satisfies too."""
 
@@ -170,7 +203,7 @@ def config_ok(s) -> z3.BoolRef:
 def initial(v: View) -> z3.BoolRef:
     """model.log.initial_state: no broker, no lease, no partition; the bootstrap batch committed."""
     return z3.And(
-        z3.ForAll([B], z3.And(z3.Not(v.reg(B)), z3.Not(v.lease(B)), z3.Not(v.shut(B)), z3.Not(v.granted(B)))),
+        z3.ForAll([B], z3.And(z3.Not(v.reg(B)), z3.Not(v.lease(B)), z3.Not(v.shut(B)), z3.Not(v.released(B)))),
         z3.ForAll([P], z3.Not(v.live(P))),
         v.now >= 0, v.committed >= 0, v.log_end == v.committed,
     )
@@ -181,23 +214,36 @@ def natural(v: View, s) -> z3.BoolRef:
     countermodel only to make it readable; the proofs never assume them."""
     return z3.And(
         s >= 2, v.now >= 0, v.committed >= 0, v.log_end >= v.committed,
-        z3.ForAll([B], z3.And(v.epoch(B) >= 0, v.contact(B) >= 0, v.contact(B) <= v.now, v.offset(B) >= -1, v.inc(B) >= 0)),
+        z3.ForAll([B], z3.And(v.epoch(B) >= 0, v.contact(B) >= 0, v.contact(B) <= v.now, v.offset(B) >= -1, v.inc(B) >= 0,
+                              v.soff(B) >= -1)),
         z3.ForAll([P], z3.And(v.lepoch(P) >= 0, v.pepoch(P) >= v.lepoch(P))),
         z3.ForAll([P, B], z3.And(v.rank(P, B) >= 0, v.rank(P, B) < 16)),
     )
 
 
-def invariant(v: View, s, without: tuple[Callable, ...] = ()) -> z3.BoolRef:
-    parts = [f(v, s) for f in STATE_INVARIANTS.values() if f is not inv_10]
-    parts.append(inv_10_leases(v, s))
+def _clauses(v: View, s, params: Profile, without: tuple[Callable, ...] = ()) -> list[tuple[str, z3.BoolRef]]:
+    """The invariant's clauses, each with its name (INV-10 in its two clauses)."""
+    parts = [(inv_id, f(v, s, params)) for inv_id, f in CLAUSES.items() if f is not inv_10]
+    parts.append(("INV-10 leases", inv_10_leases(v, s, params)))
     if inv_10_time not in without:
-        parts.append(inv_10_time(v, s))
-    return z3.And(*parts)
+        parts.append(("INV-10 time", inv_10_time(v, s, params)))
+    return parts
 
 
-def committed_image_ok(image: View) -> z3.BoolRef:
+def invariant(v: View, s, params: Profile, without: tuple[Callable, ...] = ()) -> z3.BoolRef:
+    return z3.And(*(f for _, f in _clauses(v, s, params, without)))
+
+
+def common_invariant(v: View, s, profiles: list[Profile], without: tuple[Callable, ...] = ()) -> z3.BoolRef:
+    """The clauses of the invariant that are the same formula in every one of ``profiles``: every
+    clause but INV-10's on time (the lease boundary, DEC-7) and INV-17 (the layout, DEC-18)."""
+    each = [_clauses(v, s, params, without) for params in profiles]
+    return z3.And(*(f for i, (_, f) in enumerate(each[0]) if all(_same([f, other[i][1]]) for other in each[1:])))
+
+
+def committed_image_ok(image: View, params: Profile) -> z3.BoolRef:
     """What a failover may assume of the committed image: the image invariants (see the docstring)."""
-    return z3.And(*(STATE_INVARIANTS[i](image, None) for i in IMAGE_INVARIANTS))
+    return z3.And(*(STATE_INVARIANTS[i](image, None, params) for i in IMAGE_INVARIANTS))
 
 
 BUILDERS = {
@@ -205,15 +251,53 @@ BUILDERS = {
     "AlterIsr": T.alter_isr, "CreateTopics": T.create_topics, "DeleteTopics": T.delete_topics,
     "AlterPartitionReassignments": T.reassign, "ListPartitionReassignments": T.list_reassignments,
     "Tick (clock)": T.tick_advance, "Tick (a lease lapses)": T.tick_expire, "Tick (done)": T.tick_done,
-    "Commit": T.commit, "Failover": lambda pre, s: T.failover(pre, s, committed_image_ok),
+    "Commit": T.commit, "Failover": lambda pre, s, params: T.failover(pre, s, params, committed_image_ok),
     "TakeSnapshot": T.take_snapshot,
 }
-"""Each transition's builder, by the name the transition carries."""
+"""Each transition's builder, by the name the transition carries. A builder takes the state before,
+the session timeout and the profile (spec.profiles.Profile), whose parameters it reads in Python."""
 
 
-def transitions(pre: View, s, only: tuple[str, ...] | None = None) -> list[T.Transition]:
-    """The transitions named in ``only`` (default: all), built over ``pre``."""
-    return [build(pre, s) for name, build in BUILDERS.items() if not only or name in only]
+def transitions(pre: View, s, params: Profile, only: tuple[str, ...] | None = None) -> list[T.Transition]:
+    """The transitions named in ``only`` (default: all) of profile ``params``, built over ``pre``."""
+    return [build(pre, s, params) for name, build in BUILDERS.items() if not only or name in only]
+
+
+def profiles(names: tuple[str, ...] | None = None) -> list[Profile]:
+    """The profiles named (default: every profile of spec/profiles.toml, the default first)."""
+    return [profile(n) for n in (names or profile_names())]
+
+
+# ---- the same formula in every profile -----------------------------------------------------------
+
+
+def _same(exprs) -> bool:
+    """The terms are one and the same formula (Z3 shares structurally equal terms, so their ids agree)."""
+    ids = {e.get_id() if z3.is_expr(e) else repr(e) for e in exprs}
+    return len(ids) == 1
+
+
+def _terms(transition: T.Transition) -> list:
+    """Every term of a transition: its axioms, and each branch's guard, reply and view, field by field."""
+    out: list = [*transition.axioms]
+    for branch in transition.branches:
+        v = branch.post
+        out += [branch.guard, *branch.axioms, branch.should_shut_down, branch.lao]
+        out += [getattr(v, f)(B) for f in BROKER_FIELDS] + [getattr(v, f)(P) for f in PART_FIELDS]
+        out += [getattr(v, f)(P, B) for f in PAIR_FIELDS] + [getattr(v, f) for f in SCALARS]
+    return out
+
+
+def same_transition(built: list[T.Transition]) -> bool:
+    """The transitions built for each profile are the same formulas: it does not read the profile."""
+    first = built[0]
+    for other in built[1:]:
+        if [b.name for b in other.branches] != [b.name for b in first.branches]:
+            return False
+        a, b = _terms(first), _terms(other)
+        if len(a) != len(b) or not all(_same([x, y]) for x, y in zip(a, b, strict=True)):
+            return False
+    return True
 
 
 # ---- the obligations ---------------------------------------------------------------------------
@@ -256,67 +340,104 @@ def prove(assumptions: list[z3.BoolRef], claim: z3.BoolRef, timeout_ms: int = 20
     return Outcome(UNKNOWN, seconds, f"Z3 gave up: {solver.reason_unknown()}")
 
 
+def _prove_branches(base: list[z3.BoolRef], claims, pre: View, s, timeout_ms: int) -> Outcome:
+    """Each (branch, claim) from ``base``: PROVED, or the first branch that is not, with its countermodel."""
+    total = 0.0
+    for branch, claim in claims:
+        outcome = prove([*base, *branch.axioms, branch.guard], claim, timeout_ms)
+        total += outcome.seconds
+        if outcome.result == FAILED:  # a readable countermodel, if there is one
+            nicer = prove([*base, *branch.axioms, branch.guard, natural(pre, s)], claim, timeout_ms)
+            total += nicer.seconds
+            outcome = nicer if nicer.result == FAILED else outcome
+        if outcome.result != PROVED:
+            return attrs.evolve(outcome, branch=branch.name, seconds=total)
+    return Outcome(PROVED, total)
+
+
 def obligations(invariant_ids: tuple[str, ...] | None = None, timeout_ms: int = 20_000,
                 mutate: Callable[[T.Transition], T.Transition] | None = None,
-                only: tuple[str, ...] | None = None, explain: bool = True) -> list[Obligation]:
-    """Every obligation: ``init => Inv`` and ``Inv and T => Inv'`` for each invariant and transition,
-    the step and reply invariants, and a non-vacuity check per transition. ``only`` limits the
-    transitions by name; ``mutate`` rewrites each transition first. A failed obligation's detail
-    is its counterexample, replayed in the model and classified when ``explain``."""
+                only: tuple[str, ...] | None = None, explain: bool = True,
+                profile_names: tuple[str, ...] | None = None) -> list[Obligation]:
+    """Every obligation, for each behaviour profile (default: all of them): ``init => Inv`` and
+    ``Inv and T => Inv'`` for each invariant and transition, the step and reply invariants, and a
+    non-vacuity check per transition and profile. ``only`` limits the transitions by name;
+    ``mutate`` rewrites each transition first. A failed obligation's detail is its counterexample,
+    replayed in the model and classified when ``explain``.
+
+    An obligation whose transition and claim are the same formulas in every profile is first tried
+    once for all of them (profile :data:`ALL_PROFILES`), from the clauses of the invariant that are
+    the same in every profile (:func:`common_invariant`), which each profile's invariant implies;
+    where that is not enough, it is proved for each profile from that profile's invariant."""
     from functools import partial
 
     from .counterexample import explain as explain_failure
 
     explain = partial(explain_failure, classify_it=explain)
 
+    chosen = profiles(profile_names)
     s = session_timeout()
     pre = state("pre")
-    ids = invariant_ids or tuple(STATE_INVARIANTS) + ("INV-4", "INV-11", "INV-12")
+    ids = invariant_ids or tuple(CLAUSES) + ("INV-4", "INV-11", "INV-12")
     out: list[Obligation] = []
 
     init = state("init")
     for inv_id in ids:
-        if inv_id in STATE_INVARIANTS and not only:
-            outcome = prove([config_ok(s), initial(init)], STATE_INVARIANTS[inv_id](init, s), timeout_ms)
-            out.append(_obligation(inv_id, "init", outcome, explain, init, None, None))
-
-    for transition in transitions(pre, s, only):
-        if mutate is not None:
-            transition = mutate(transition)
-        within_tick = transition.within_tick
-        starts_mid_tick = within_tick and transition.name != "Tick (clock)"
-        before = invariant(pre, s, without=(inv_10_time,) if starts_mid_tick else ())
-        base = [config_ok(s), before, *transition.axioms]
-        x = transition.params.get("broker")
-        for inv_id in ids:
-            claims = []
-            for branch in transition.branches:
-                claim = _claim(inv_id, branch, pre, s, x, transition)
-                if claim is not None:
-                    claims.append((branch, claim))
-            if not claims:
+        if inv_id in CLAUSES and not only:
+            claims = [CLAUSES[inv_id](init, s, params) for params in chosen]
+            if len(chosen) > 1 and _same(claims):
+                outcome = prove([config_ok(s), initial(init)], claims[0], timeout_ms)
+                out.append(_obligation(inv_id, "init", outcome, explain, init, None, "", chosen[0], ALL_PROFILES))
                 continue
-            total, failed = 0.0, None
-            for branch, claim in claims:
-                outcome = prove([*base, *branch.axioms, branch.guard], claim, timeout_ms)
-                total += outcome.seconds
-                if outcome.result == FAILED:  # a readable countermodel, if there is one
-                    nicer = prove([*base, *branch.axioms, branch.guard, natural(pre, s)], claim, timeout_ms)
-                    outcome = nicer if nicer.result == FAILED else outcome
-                if outcome.result != PROVED:
-                    failed = attrs.evolve(outcome, branch=branch.name)
-                    break
-            outcome = failed if failed else Outcome(PROVED, total)
-            out.append(_obligation(inv_id, transition.name, attrs.evolve(outcome, seconds=total), explain, pre,
-                                   transition, failed.branch if failed else ""))
-        out.append(_non_vacuous(transition, base, timeout_ms))
+            for params, claim in zip(chosen, claims, strict=True):
+                outcome = prove([config_ok(s), initial(init)], claim, timeout_ms)
+                out.append(_obligation(inv_id, "init", outcome, explain, init, None, "", params, params.name))
+
+    for name, build in BUILDERS.items():
+        if only and name not in only:
+            continue
+        built = [build(pre, s, params) for params in chosen]
+        if mutate is not None:
+            built = [mutate(transition) for transition in built]
+        shared = len(chosen) > 1 and same_transition(built)
+        starts_mid_tick = built[0].within_tick and name != "Tick (clock)"
+        without = (inv_10_time,) if starts_mid_tick else ()
+        for inv_id in ids:
+            each = [_claims(inv_id, transition, pre, s, params) for transition, params in zip(built, chosen, strict=True)]
+            if not each[0]:
+                continue
+            if shared and all(_same([c for _, c in claims]) for claims in zip(*each, strict=True)):
+                base = [config_ok(s), common_invariant(pre, s, chosen, without), *built[0].axioms]
+                outcome = _prove_branches(base, each[0], pre, s, timeout_ms)
+                if outcome.proved:
+                    out.append(_obligation(inv_id, name, outcome, explain, pre, built[0], "", chosen[0], ALL_PROFILES))
+                    continue
+            for transition, params, claims in zip(built, chosen, each, strict=True):
+                base = [config_ok(s), invariant(pre, s, params, without), *transition.axioms]
+                outcome = _prove_branches(base, claims, pre, s, timeout_ms)
+                out.append(_obligation(inv_id, name, outcome, explain, pre, transition, outcome.branch, params,
+                                       params.name))
+        for transition, params in zip(built, chosen, strict=True):
+            base = [config_ok(s), invariant(pre, s, params, without), *transition.axioms]
+            out.append(_non_vacuous(transition, base, timeout_ms, params.name))
     for inv_id, reason in NOT_ENCODED.items():
         if invariant_ids is None:
-            out.append(Obligation("invariant", inv_id, "-", "not encoded", 0.0, reason))
+            out.append(Obligation("invariant", inv_id, "-", "not encoded", 0.0, reason, profile=ALL_PROFILES))
     return out
 
 
-def _claim(inv_id: str, branch: T.Branch, pre: View, s, x, transition: T.Transition) -> z3.BoolRef | None:
+def _claims(inv_id: str, transition: T.Transition, pre: View, s, params: Profile) -> list[tuple[T.Branch, z3.BoolRef]]:
+    x = transition.params.get("broker")
+    claims = []
+    for branch in transition.branches:
+        claim = _claim(inv_id, branch, pre, s, x, transition, params)
+        if claim is not None:
+            claims.append((branch, claim))
+    return claims
+
+
+def _claim(inv_id: str, branch: T.Branch, pre: View, s, x, transition: T.Transition,
+           params: Profile) -> z3.BoolRef | None:
     post = branch.post
     if inv_id == "INV-4":
         return inv_4(pre, post, failover=transition.name == "Failover")
@@ -326,12 +447,12 @@ def _claim(inv_id: str, branch: T.Branch, pre: View, s, x, transition: T.Transit
         return inv_12(branch) if branch.lao is not None else None
     if inv_id == "INV-10" and transition.within_tick:
         if transition.name == "Tick (done)":
-            return inv_10(post, s)
-        return inv_10_leases(post, s)  # mid-tick: only the lease clause; the loop's end restores the rest
-    return STATE_INVARIANTS[inv_id](post, s)
+            return inv_10(post, s, params)
+        return inv_10_leases(post, s, params)  # mid-tick: only the lease clause; the loop's end restores the rest
+    return CLAUSES[inv_id](post, s, params)
 
 
-def _non_vacuous(transition: T.Transition, base: list[z3.BoolRef], timeout_ms: int) -> Obligation:
+def _non_vacuous(transition: T.Transition, base: list[z3.BoolRef], timeout_ms: int, profile_name: str) -> Obligation:
     """Every branch can be taken from some state satisfying the invariant."""
     solver = z3.Solver()
     solver.add(*base)
@@ -346,42 +467,51 @@ def _non_vacuous(transition: T.Transition, base: list[z3.BoolRef], timeout_ms: i
     seconds = time.perf_counter() - started
     if dead:
         return Obligation("invariant", "non-vacuous", transition.name, FAILED, seconds,
-                          f"branches that no state satisfying the invariant can take: {', '.join(dead)}")
+                          f"branches that no state satisfying the invariant can take: {', '.join(dead)}",
+                          profile=profile_name)
     if unsure:
         return Obligation("invariant", "non-vacuous", transition.name, UNKNOWN, seconds,
-                          f"Z3 could not show these branches can be taken: {', '.join(unsure)}")
-    return Obligation("invariant", "non-vacuous", transition.name, PROVED, seconds)
+                          f"Z3 could not show these branches can be taken: {', '.join(unsure)}", profile=profile_name)
+    return Obligation("invariant", "non-vacuous", transition.name, PROVED, seconds, profile=profile_name)
 
 
-def _obligation(inv_id, transition_name, outcome: Outcome, explain, pre, transition, branch) -> Obligation:
+def _obligation(inv_id, transition_name, outcome: Outcome, explain, pre, transition, branch, params: Profile,
+                profile_name: str) -> Obligation:
     detail = outcome.detail
     if outcome.result == FAILED and outcome.model is not None:
-        detail = explain(outcome.model, inv_id, pre, transition, branch)
-    return Obligation("invariant", inv_id, transition_name, outcome.result, outcome.seconds, detail)
+        detail = explain(outcome.model, inv_id, pre, transition, branch, params=params)
+    return Obligation("invariant", inv_id, transition_name, outcome.result, outcome.seconds, detail,
+                      profile=profile_name)
 
 
 # ---- which invariants need which ------------------------------------------------------------------
 
 
-def dependencies(timeout_ms: int = 5_000) -> dict[str, list[tuple[str, str, list[str]]]]:
-    """For each state invariant, the transitions (and branch) where it is not inductive on its own,
-    with the other invariants each of which, added alone, makes it so: the strengthening each one
-    needs. Empty for an invariant inductive on its own. (Ticks are left out: they are proved
-    piecewise against the invariant without INV-10's clause on time, see the docstring.)"""
+def dependencies(timeout_ms: int = 5_000, profile_name: str = DEFAULT_PROFILE) -> dict[str, list[tuple[str, str, list[str]]]]:
+    """For each state invariant, the transitions (and branch) where it is not inductive on its own
+    in profile ``profile_name``, with the other invariants each of which, added alone, makes it so
+    (or, where none does, the pairs that do, as "A and B"): the strengthening each one needs. Empty for an invariant inductive on its own. (Ticks are left
+    out: they are proved piecewise against the invariant without INV-10's clause on time, see the
+    docstring.)"""
+    params = profile(profile_name)
     s = session_timeout()
     pre = state("pre")
     out: dict[str, list[tuple[str, str, list[str]]]] = {}
-    for inv_id, holds in STATE_INVARIANTS.items():
+    for inv_id, holds in CLAUSES.items():
         out[inv_id] = []
-        for transition in transitions(pre, s):
+        for transition in transitions(pre, s, params):
             if transition.within_tick:
                 continue
             for branch in transition.branches:
-                base = [config_ok(s), holds(pre, s), *transition.axioms, *branch.axioms, branch.guard]
-                if prove(base, holds(branch.post, s), timeout_ms).proved:
+                base = [config_ok(s), holds(pre, s, params), *transition.axioms, *branch.axioms, branch.guard]
+                if prove(base, holds(branch.post, s, params), timeout_ms).proved:
                     continue
-                helpers = [other for other, f in STATE_INVARIANTS.items()
-                           if other != inv_id and prove([*base, f(pre, s)], holds(branch.post, s), timeout_ms).proved]
+                others = [(other, f(pre, s, params)) for other, f in CLAUSES.items() if other != inv_id]
+                claim = holds(branch.post, s, params)
+                helpers = [other for other, f in others if prove([*base, f], claim, timeout_ms).proved]
+                if not helpers:  # no one invariant is enough: the pairs that are
+                    helpers = [f"{a} and {b}" for (a, f), (b, g) in itertools.combinations(others, 2)
+                               if prove([*base, f, g], claim, timeout_ms).proved]
                 out[inv_id].append((transition.name, branch.name, helpers))
                 break
     return out

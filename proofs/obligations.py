@@ -14,6 +14,11 @@ FAILED = "failed"  # a counterexample was found; ``detail`` says what it is
 UNKNOWN = "unknown"  # the solver gave up (timeout or incompleteness); ``detail`` says why
 NO_COUNTEREXAMPLE = "no counterexample"  # a bounded search (CrossHair) found none: not a proof
 
+ALL_PROFILES = "all"
+"""An invariant obligation proved once for every behaviour profile (spec/profiles.toml): its
+transition and claim are the same formulas in each, and it holds from the invariant's clauses that
+are the same in each (see proofs/inductive.py)."""
+
 
 @frozen
 class Obligation:
@@ -24,6 +29,8 @@ class Obligation:
     seconds: float
     detail: str = ""  # the counterexample or the reason, in plain words; "" when proved
     bound: str = ""  # a bound the proof needs ("" when it holds for any number of brokers and partitions)
+    profile: str = ""  # the behaviour profile it is about, ALL_PROFILES when proved once for every one, "" if none
+
 
     @property
     def proved(self) -> bool:
@@ -38,4 +45,5 @@ class Obligation:
             "seconds": round(self.seconds, 4),
             "detail": self.detail,
             "bound": self.bound,
+            "profile": self.profile,
         }

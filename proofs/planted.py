@@ -46,14 +46,42 @@ def elect_leader_ignoring_eligibility(replicas: Sequence[int], isr: Sequence[int
 
 
 def reassignment_complete_on_one_adding_replica(
-    replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...]
+    replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...], completes: str
 ) -> bool:
-    """Completes when any adding replica is in sync, not all (conformance's mutant of the same idea).
+    """Completes when any adding replica is in sync, not all (conformance's mutant of the same idea),
+    with kip-631's ``adding-in-sync``.
 
-    post: __return__ == (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing)))
+    post: __return__ == (set(replicas) - set(removing) <= set(isr) if completes == "target-in-sync" else (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing))))
     """
     target = [r for r in replicas if r not in removing]
+    if completes == "target-in-sync":
+        return all(t in isr for t in target)
     return any(a in isr for a in adding) and any(t in isr for t in target)
+
+
+def reassignment_complete_target_in_sync_on_adding(
+    replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...], completes: str
+) -> bool:
+    """With kafka's ``target-in-sync``, waits only for the adding replicas of the target, not for
+    the replicas it keeps (which may have left the ISR).
+
+    post: __return__ == (set(replicas) - set(removing) <= set(isr) if completes == "target-in-sync" else (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing))))
+    """
+    target = [r for r in replicas if r not in removing]
+    if completes == "target-in-sync":
+        return all(a in isr for a in adding)
+    return all(a in isr for a in adding) and any(t in isr for t in target)
+
+
+def preferred_order_without_removing(replicas: tuple[int, ...], removing: tuple[int, ...]) -> tuple[int, ...]:
+    """Leaves the replicas being removed out of the order altogether, so none of them can be
+    elected even when no replica of the target is in sync.
+
+    post: sorted(__return__) == sorted(replicas)
+    """
+    if not removing:
+        return replicas
+    return tuple(r for r in replicas if r not in removing)
 
 
 def isr_after_fencing_dropping_sole_member(isr: tuple[int, ...], broker_id: int) -> tuple[int, ...]:
@@ -78,18 +106,37 @@ def is_valid_target_allowing_duplicates(target: tuple[int, ...], registered: Col
     return bool(target) and all(b in registered for b in target)
 
 
-def reassignment_lists_target_first(
-    current: tuple[int, ...], target: tuple[int, ...]
+def reassignment_lists_in_current_order(
+    current: tuple[int, ...], target: tuple[int, ...], layout: str
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """Puts the target before the removing replicas, against DEC-18.
+    """In kip-631's layout (``removing-then-target``), keeps the current replicas in their order and
+    appends the adding ones, so the target's own order is lost (current (1, 2, 3), target (3, 2)
+    gives (1, 2, 3), not (1, 3, 2)).
 
     pre: len(set(current)) == len(current) and len(set(target)) == len(target)
-    post: __return__[0] == __return__[1] + target
+    post: __return__[0] == (target + __return__[1] if layout == "target-then-removing" else __return__[1] + target)
     post: set(__return__[1]) == set(current) - set(target) and set(__return__[2]) == set(target) - set(current)
     """
     removing = tuple(r for r in current if r not in target)
     adding = tuple(t for t in target if t not in current)
-    return target + removing, removing, adding
+    replicas = target + removing if layout == "target-then-removing" else current + adding
+    return replicas, removing, adding
+
+
+def reassignment_lists_staying_twice(
+    current: tuple[int, ...], target: tuple[int, ...], layout: str
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """In kafka's layout (``target-then-removing``), appends every current replica after the target
+    instead of only those leaving, so a replica that stays is listed twice.
+
+    pre: len(set(current)) == len(current) and len(set(target)) == len(target)
+    post: __return__[0] == (target + __return__[1] if layout == "target-then-removing" else __return__[1] + target)
+    post: set(__return__[1]) == set(current) - set(target) and set(__return__[2]) == set(target) - set(current)
+    """
+    removing = tuple(r for r in current if r not in target)
+    adding = tuple(t for t in target if t not in current)
+    replicas = target + current if layout == "target-then-removing" else removing + target
+    return replicas, removing, adding
 
 
 def lists_after_cancel_keeping_isr(
@@ -221,7 +268,8 @@ def planted_elect(replicas: tuple[int, ...], isr: tuple[int, ...], eligible: Pre
 def planted_reassignment_complete(
     replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...]
 ) -> bool:
-    """Takes the target to be all the replicas, the removing ones included."""
+    """Takes the target to be all the replicas, the removing ones included (kip-631's completion,
+    as targets.model_reassignment_complete)."""
     return all(a in isr for a in adding) and any(r in isr for r in replicas)
 
 

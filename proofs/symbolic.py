@@ -10,7 +10,7 @@ preferred order") is a fresh function pinned by axioms, collected in a :class:`C
 What the encoding keeps of the model's state (model/state.py):
 
 - per broker: registered, fenced, epoch, incarnation id; its lease: held, last contact, recorded
-  metadata offset, in controlled shutdown, shutdown granted;
+  metadata offset, in controlled shutdown, released (REG-4, DEC-6), shutdown offset (SHUT-3, DEC-14);
 - per partition: exists, the replica list (membership and a rank giving the preferred order),
   ISR, adding and removing replicas, leader (present or -1), leader epoch and partition epoch;
 - the clock, the log end offset and the committed offset.
@@ -38,7 +38,7 @@ import z3
 Broker = z3.DeclareSort("Broker")
 Part = z3.DeclareSort("Partition")
 
-BROKER_FIELDS = ("reg", "fenced", "epoch", "inc", "lease", "contact", "offset", "shut", "granted")
+BROKER_FIELDS = ("reg", "fenced", "epoch", "inc", "lease", "contact", "offset", "shut", "released", "soff")
 PART_FIELDS = ("live", "led", "leader", "lepoch", "pepoch")
 PAIR_FIELDS = ("rep", "rank", "isr", "add", "rem")
 SCALARS = ("now", "log_end", "committed")
@@ -46,7 +46,7 @@ SCALARS = ("now", "log_end", "committed")
 _RANGES = {
     "reg": z3.BoolSort(), "fenced": z3.BoolSort(), "epoch": z3.IntSort(), "inc": z3.IntSort(),
     "lease": z3.BoolSort(), "contact": z3.IntSort(), "offset": z3.IntSort(), "shut": z3.BoolSort(),
-    "granted": z3.BoolSort(), "live": z3.BoolSort(), "led": z3.BoolSort(), "leader": Broker,
+    "released": z3.BoolSort(), "soff": z3.IntSort(), "live": z3.BoolSort(), "led": z3.BoolSort(), "leader": Broker,
     "lepoch": z3.IntSort(), "pepoch": z3.IntSort(), "rep": z3.BoolSort(), "rank": z3.IntSort(),
     "isr": z3.BoolSort(), "add": z3.BoolSort(), "rem": z3.BoolSort(),
 }
@@ -61,7 +61,8 @@ class View:
     """
 
     reg: Callable; fenced: Callable; epoch: Callable; inc: Callable  # noqa: E702
-    lease: Callable; contact: Callable; offset: Callable; shut: Callable; granted: Callable  # noqa: E702
+    lease: Callable; contact: Callable; offset: Callable; shut: Callable; released: Callable  # noqa: E702
+    soff: Callable  # the lease's shutdown offset (SHUT-3, DEC-14)
     live: Callable; led: Callable; leader: Callable; lepoch: Callable; pepoch: Callable  # noqa: E702
     rep: Callable; rank: Callable; isr: Callable; add: Callable; rem: Callable  # noqa: E702
     now: Any; log_end: Any; committed: Any  # noqa: E702
@@ -164,12 +165,15 @@ class Context:
         self.axioms.append(z3.Implies(e, body(w)))
         return e
 
-    def first(self, label: str, candidate: Callable, rank: Callable) -> tuple[Callable, Callable]:
-        """PART-4's election: ``(has, who)`` where ``who(p)`` is the candidate of lowest rank
-        (the first in preferred order) and ``has(p)`` says whether there is a candidate."""
+    def first(self, label: str, candidate: Callable, rank: Callable | None = None,
+              before: Callable | None = None) -> tuple[Callable, Callable]:
+        """PART-4's election: ``(has, who)`` where ``who(p)`` is the first candidate in preferred
+        order and ``has(p)`` says whether there is a candidate. The order is ``before(p, a, b)``
+        ("a comes no later than b"), or else the lowest ``rank``."""
+        if before is None:
+            assert rank is not None
+            before = lambda p, a, b: rank(p, a) <= rank(p, b)  # noqa: E731
         has, who = self.exists_b(label, candidate)
         p, b = z3.Const("p", Part), z3.Const("b", Broker)
-        self.axioms.append(
-            z3.ForAll([p, b], z3.Implies(z3.And(has(p), candidate(p, b)), rank(p, who(p)) <= rank(p, b)))
-        )
+        self.axioms.append(z3.ForAll([p, b], z3.Implies(z3.And(has(p), candidate(p, b)), before(p, who(p), b))))
         return has, who

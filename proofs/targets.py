@@ -13,11 +13,15 @@ CrossHair checks the model's own code and names the model's file and line.
 
 **Counterparts.** ``crosshair diffbehavior`` compares two functions on the inputs of one
 signature. Here, the model's and impl's versions of one pure function are given the same
-signature and the same domain (the ``model_*`` and ``impl_*`` functions below).
+signature and the same domain (the ``model_*`` and ``impl_*`` functions below). Where the model's
+function reads a profile parameter and impl's does not yet (``reassignment_complete``, whose
+``completes`` impl's builder lacks), the model's is compared in the kip-631 profile, whose
+behaviour impl's has.
 """
 
 from __future__ import annotations
 
+import inspect
 import types
 from typing import Any, Callable
 
@@ -25,6 +29,7 @@ from attrs import frozen
 
 from kraftspec.impl import builder, codec
 from kraftspec.model import framing, partitions
+from kraftspec.spec.profiles import DEFAULT_PROFILE, profile
 
 U32 = 1 << 32
 """Unsigned varints both codecs take: 0 to ``U32 - 1`` (impl refuses more, as Kafka's int)."""
@@ -59,12 +64,26 @@ elect_leader = typed(partitions.elect_leader, eligible=Predicate)
 
 Brokers = tuple[int, ...]
 _ELECTION = {"replicas": Brokers, "isr": Brokers, "eligible": Predicate, "return": int}
-_COMPLETION = {"replicas": Brokers, "isr": Brokers, "adding": Brokers, "removing": Brokers, "return": bool}
 
 model_elect_leader = typed(partitions.elect_leader, **_ELECTION)
 impl_elect = typed(builder.elect, **_ELECTION)
-model_reassignment_complete = typed(partitions.reassignment_complete, **_COMPLETION)
-impl_reassignment_complete = typed(builder.reassignment_complete, **_COMPLETION)
+
+KIP_631_COMPLETES = profile(DEFAULT_PROFILE).reassignment_completes
+"""The kip-631 profile's ``reassignment_completes`` (DEC-18), the one the comparison is in."""
+
+_IMPL_TAKES_COMPLETES = "completes" in inspect.signature(builder.reassignment_complete).parameters
+
+
+def model_reassignment_complete(replicas: Brokers, isr: Brokers, adding: Brokers, removing: Brokers) -> bool:
+    """The model's REASSIGN-6 in the kip-631 profile."""
+    return partitions.reassignment_complete(replicas, isr, adding, removing, KIP_631_COMPLETES)
+
+
+def impl_reassignment_complete(replicas: Brokers, isr: Brokers, adding: Brokers, removing: Brokers) -> bool:
+    """impl's REASSIGN-6, in the kip-631 profile should it take the parameter."""
+    if _IMPL_TAKES_COMPLETES:
+        return builder.reassignment_complete(replicas, isr, adding, removing, completes=KIP_631_COMPLETES)
+    return builder.reassignment_complete(replicas, isr, adding, removing)
 
 
 def model_write_uvarint(value: int) -> bytes:

@@ -1,10 +1,11 @@
 """Every event of the model as a Z3 transition: the view after it, built from the view before.
 
-Each builder mirrors one handler of model/ (named in its docstring) and returns a
-:class:`Transition`: the event's parameters (Z3 constants and functions, which the drift check
-pins to a concrete event) and its branches, one per outcome of the handler, each with the guard
-that selects it and the view after it. The guards of a transition's branches are exclusive and
-cover every case, as the handler's ``if`` chain does.
+Each builder mirrors one handler of model/ (named in its docstring), for one behaviour profile
+(``params``, a :class:`kraftspec.spec.profiles.Profile` whose parameters it reads in Python, as the
+model reads ``state.config.params``), and returns a :class:`Transition`: the event's parameters
+(Z3 constants and functions, which the drift check pins to a concrete event) and its branches, one
+per outcome of the handler, each with the guard that selects it and the view after it. The guards
+of a transition's branches are exclusive and cover every case, as the handler's ``if`` chain does.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 import attrs
 import z3
 
+from ..spec.profiles import Profile
 from .symbolic import Broker, Context, Part, View, state, update
 
 B, P = z3.Const("b", Broker), z3.Const("p", Part)
@@ -51,26 +53,56 @@ class Transition:
     within_tick: bool = False  # a piece of a tick: INV-10 need not hold before or after (see inductive)
 
 
+# ---- the profile's parameters, as the encoding reads them (spec/profiles.toml) ---------------------
+
+
+def lapsed(v: View, b, s, params: Profile, late: bool = False) -> z3.BoolRef:
+    """model.state.Lease.lapsed (LEASE-8, DEC-7): at the deadline (kip-631's ``at-deadline``) or
+    only after it (kafka's ``after-deadline``). ``late`` moves the boundary a millisecond on (the
+    guard-removal check of LEASE-8)."""
+    deadline = v.lease_deadline(b, s) + (1 if late else 0)
+    return v.now >= deadline if params.lease_lapses == "at-deadline" else v.now > deadline
+
+
+def has_applied(recorded, offset, params: Profile) -> z3.BoolRef:
+    """model.heartbeat.has_applied (DEC-2): a recorded CurrentMetadataOffset is one more than the
+    highest offset applied (kip-631's ``next-offset``) or that offset itself (kafka's ``last-applied``)."""
+    return recorded > offset if params.heartbeat_offset == "next-offset" else recorded >= offset
+
+
 # ---- the partition change builder (model/partitions.py) ------------------------------------
 
 
-def partition_change(ctx: Context, elig: View, cur: View, touched: Callable, *, isr=None, rep=None, rank=None,
-                     rem=None, add=None, reorder=None) -> View:
+def partition_change(ctx: Context, elig: View, cur: View, touched: Callable, params: Profile, *, isr=None, rep=None,
+                     rank=None, rem=None, add=None, reorder=None, leaving=None) -> View:
     """model.partitions.partition_change, for every partition where ``touched`` holds: complete
-    a reassignment when the new lists allow it (REASSIGN-6), keep or elect the leader (PART-3,
-    PART-4), and bump the epochs as replaying the change record does (PART-5, DEC-17).
-    ``elig`` is the view eligibility is judged on; ``cur`` holds the partitions before."""
+    a reassignment when the new lists allow it (REASSIGN-6, the profile's ``reassignment_completes``),
+    keep or elect the leader (PART-3, PART-4: the target's replicas before those being removed),
+    and bump the epochs as replaying the change record does (PART-5, DEC-17: in the kafka profile a
+    change that removes a replica raises the leader epoch too). ``elig`` is the view eligibility is
+    judged on; ``cur`` holds the partitions before; ``leaving``, a broker that neither stays leader
+    nor is elected (SHUT-2)."""
     isr = cur.isr if isr is None else isr
     rep = cur.rep if rep is None else rep
     rank = cur.rank if rank is None else rank
     rem = cur.rem if rem is None else rem
     add = cur.add if add is None else add
     reassigning, _ = ctx.exists_b("reassigning", lambda p, b: z3.Or(add(p, b), rem(p, b)))
-    lagging, _ = ctx.exists_b("adding-out-of-sync", lambda p, b: z3.And(add(p, b), z3.Not(isr(p, b))))
-    meets, _ = ctx.exists_b("isr-meets-target", lambda p, b: z3.And(rep(p, b), z3.Not(rem(p, b)), isr(p, b)))
+    if params.reassignment_completes == "adding-in-sync":  # every adding replica in sync, the ISR meets the target
+        lagging, _ = ctx.exists_b("adding-out-of-sync", lambda p, b: z3.And(add(p, b), z3.Not(isr(p, b))))
+        meets, _ = ctx.exists_b("isr-meets-target", lambda p, b: z3.And(rep(p, b), z3.Not(rem(p, b)), isr(p, b)))
+
+        def completes(p):
+            return z3.And(z3.Not(lagging(p)), meets(p))
+    else:  # target-in-sync: every replica of the target in sync
+        behind, _ = ctx.exists_b("target-out-of-sync",
+                                 lambda p, b: z3.And(rep(p, b), z3.Not(rem(p, b)), z3.Not(isr(p, b))))
+
+        def completes(p):
+            return z3.Not(behind(p))
 
     def complete(p):
-        return z3.And(touched(p), reassigning(p), z3.Not(lagging(p)), meets(p))
+        return z3.And(touched(p), reassigning(p), completes(p))
 
     def isr2(p, b):
         return z3.And(isr(p, b), z3.Not(z3.And(complete(p), rem(p, b))))
@@ -84,11 +116,19 @@ def partition_change(ctx: Context, elig: View, cur: View, touched: Callable, *, 
     def rem2(p, b):
         return z3.And(rem(p, b), z3.Not(complete(p)))
 
+    def not_leaving(b):
+        return z3.BoolVal(True) if leaving is None else b != leaving
+
     def stays(p):
         leader = cur.leader(p)
-        return z3.And(cur.led(p), guard("PART-3/in-isr", isr2(p, leader)), elig.reg(leader), z3.Not(elig.fenced(leader)))
+        return z3.And(cur.led(p), not_leaving(leader), guard("PART-3/in-isr", isr2(p, leader)), elig.reg(leader),
+                      z3.Not(elig.fenced(leader)))
 
-    has, who = ctx.first("elected", lambda p, b: z3.And(rep2(p, b), isr2(p, b), elig.eligible(b)), rank)
+    def preferred(p, a, b):  # model.partitions.preferred_order: a no later than b
+        return z3.If(rem2(p, a) == rem2(p, b), rank(p, a) <= rank(p, b), z3.Not(rem2(p, a)))
+
+    has, who = ctx.first("elected", lambda p, b: z3.And(rep2(p, b), isr2(p, b), elig.eligible(b), not_leaving(b)),
+                         before=preferred)
 
     def led2(p):
         return z3.Or(stays(p), has(p))
@@ -99,13 +139,21 @@ def partition_change(ctx: Context, elig: View, cur: View, touched: Callable, *, 
     def leader_changed(p):
         return z3.Or(led2(p) != cur.led(p), z3.And(led2(p), cur.led(p), leader2(p) != cur.leader(p)))
 
+    if params.leader_epoch_on_replica_removal:  # DEC-17, kafka: the record names the leader when a replica goes
+        removed, _ = ctx.exists_b("replica-removed", lambda p, b: z3.And(cur.rep(p, b), z3.Not(rep2(p, b))))
+
+        def leader_named(p):
+            return z3.Or(leader_changed(p), removed(p))
+    else:
+        leader_named = leader_changed
+
     differ, _ = ctx.exists_b("lists-differ", lambda p, b: z3.Or(
         isr2(p, b) != cur.isr(p, b), rep2(p, b) != cur.rep(p, b), add2(p, b) != cur.add(p, b), rem2(p, b) != cur.rem(p, b)))
     reordered = ctx.exists_bb("replicas-reordered", lambda p, a, b: z3.And(
         rep2(p, a), rep2(p, b), cur.rep(p, a), cur.rep(p, b), rank(p, a) < rank(p, b), cur.rank(p, a) > cur.rank(p, b)))
 
     def changed(p):
-        return z3.Or(differ(p), reordered(p), leader_changed(p), reorder(p) if reorder is not None else False)
+        return z3.Or(differ(p), reordered(p), leader_named(p), reorder(p) if reorder is not None else False)
 
     def pick(new, old):
         return lambda p, *b: z3.If(touched(p), new(p, *b), old(p, *b))
@@ -113,55 +161,49 @@ def partition_change(ctx: Context, elig: View, cur: View, touched: Callable, *, 
     return cur.with_(
         isr=pick(isr2, cur.isr), rep=pick(rep2, cur.rep), rank=pick(rank, cur.rank), add=pick(add2, cur.add),
         rem=pick(rem2, cur.rem), led=pick(led2, cur.led), leader=pick(leader2, cur.leader),
-        lepoch=lambda p: cur.lepoch(p) + z3.If(z3.And(touched(p), leader_changed(p)), 1, 0),
+        lepoch=lambda p: cur.lepoch(p) + z3.If(z3.And(touched(p), leader_named(p)), 1, 0),
         pepoch=lambda p: cur.pepoch(p) + z3.If(z3.And(touched(p), changed(p)), 1, 0),
     )
 
 
-def fence(ctx: Context, v: View, x) -> View:
-    """model.partitions.fence_broker (PART-6, DEC-8): fenced, out of controlled shutdown, out of
-    every ISR it shares with another broker, and every leadership it loses re-elected."""
-    fenced = v.with_(fenced=update(v.fenced, x, True), shut=update(v.shut, x, False) if enabled("SHUT-1") else v.shut)
+def leave_isrs(ctx: Context, v: View, x, params: Profile, rule: str) -> View:
+    """model.partitions.leave_isrs (DEC-8, DEC-14, DEC-20): ``x`` leaves every ISR it shares with
+    another broker and every leadership; each lost leadership goes to the first eligible in-sync
+    replica, or is given up. ``v`` is the image the changes are decided on; ``rule`` names the
+    guard (the rule of the caller: PART-6, PART-8 or SHUT-2)."""
     others, _ = ctx.exists_b("isr-has-another", lambda p, b: z3.And(v.isr(p, b), b != x))
     return partition_change(
-        ctx, fenced, fenced, lambda p: z3.And(v.live(p), v.isr(p, x)),
-        isr=lambda p, b: z3.And(v.isr(p, b), z3.Or(z3.Not(others(p)), guard("PART-6", b != x))),
+        ctx, v, v, lambda p: z3.And(v.live(p), v.isr(p, x)), params,
+        isr=lambda p, b: z3.And(v.isr(p, b), z3.Or(z3.Not(others(p)), guard(rule, b != x))), leaving=x,
     )
 
 
-def unfence(ctx: Context, v: View, x) -> View:
+def fence(ctx: Context, v: View, x, params: Profile) -> View:
+    """model.partitions.fence_broker (PART-6, DEC-8): fenced, out of controlled shutdown, out of
+    every ISR it shares with another broker, and every leadership it loses re-elected or given up."""
+    fenced = v.with_(fenced=update(v.fenced, x, True), shut=update(v.shut, x, False) if enabled("SHUT-1") else v.shut)
+    return leave_isrs(ctx, fenced, x, params, "PART-6")
+
+
+def unfence(ctx: Context, v: View, x, params: Profile) -> View:
     """model.partitions.unfence_broker (PART-7, DEC-19): elections where it is in sync and nobody leads."""
     unfenced = v.with_(fenced=update(v.fenced, x, False))
-    return partition_change(ctx, unfenced, unfenced, lambda p: z3.And(v.live(p), z3.Not(v.led(p)), v.isr(p, x)))
+    return partition_change(ctx, unfenced, unfenced, lambda p: z3.And(v.live(p), z3.Not(v.led(p)), v.isr(p, x)), params)
 
 
-def unregister(ctx: Context, v: View, x) -> View:
-    """model.partitions.unregister_broker (PART-8, DEC-20), then the lease goes (UNREG-3)."""
+def unregister(ctx: Context, v: View, x, params: Profile) -> View:
+    """model.partitions.unregister_broker (PART-8, DEC-20): out of every ISR but as its sole member
+    and out of every leadership, but still in the replica lists; then the lease goes (UNREG-3)."""
     gone = v.with_(reg=update(v.reg, x, False))
-
-    def without(f):
-        return lambda p, b: z3.And(f(p, b), guard("PART-8", b != x))
-
-    after = partition_change(
-        ctx, gone, gone, lambda p: z3.And(v.live(p), v.names(p, x)),
-        isr=without(v.isr), rep=without(v.rep), rem=without(v.rem), add=without(v.add),
-    )
-    return after.with_(lease=update(v.lease, x, False), shut=update(v.shut, x, False), granted=update(v.granted, x, False))
+    after = leave_isrs(ctx, gone, x, params, "PART-8")
+    return after.with_(lease=update(v.lease, x, False), shut=update(v.shut, x, False),
+                       released=update(v.released, x, False))
 
 
-def move_leaderships(ctx: Context, v: View, x) -> View:
-    """model.partitions.move_leaderships (SHUT-2, DEC-14): ``v`` already shows ``x`` in
-    controlled shutdown; each leadership goes to the first eligible in-sync replica, if any."""
-    has, who = ctx.first("successor", lambda p, b: z3.And(v.rep(p, b), v.isr(p, b), v.eligible(b)), v.rank)
-
-    def moved(p):
-        return z3.And(v.leads(p, x), has(p))
-
-    return v.with_(
-        leader=lambda p: z3.If(moved(p), who(p), v.leader(p)),
-        lepoch=lambda p: v.lepoch(p) + z3.If(moved(p), 1, 0),
-        pepoch=lambda p: v.pepoch(p) + z3.If(moved(p), 1, 0),
-    )
+def enter_controlled_shutdown(ctx: Context, v: View, x, params: Profile) -> View:
+    """model.partitions.enter_controlled_shutdown (SHUT-2, DEC-14): ``v`` already shows ``x`` in
+    controlled shutdown; it leaves its ISRs (but as a sole member) and its leaderships."""
+    return leave_isrs(ctx, v, x, params, "SHUT-2")
 
 
 def appended(ctx: Context, v: View) -> View:
@@ -185,99 +227,141 @@ def lowest_acknowledged_offset(ctx: Context, v: View) -> z3.ArithRef:
 # ---- the handlers ------------------------------------------------------------------------
 
 
-def heartbeat(pre: View, s) -> Transition:
+def heartbeat(pre: View, s, params: Profile) -> Transition:
     """model.heartbeat.handle_broker_heartbeat and _transition (LEASE-2 to LEASE-13, SHUT-1 to SHUT-6)."""
     ctx = Context("heartbeat")
     x, epoch, offset = ctx.const("broker", Broker), ctx.const("epoch", z3.IntSort()), ctx.const("offset", z3.IntSort())
     want_fence, want_shut_down = ctx.const("want_fence", z3.BoolSort()), ctx.const("want_shut_down", z3.BoolSort())
     version_ok = ctx.const("version_ok", z3.BoolSort())
-    params = dict(broker=x, epoch=epoch, offset=offset, want_fence=want_fence, want_shut_down=want_shut_down,
-                  version_ok=version_ok)
+    params_ = dict(broker=x, epoch=epoch, offset=offset, want_fence=want_fence, want_shut_down=want_shut_down,
+                   version_ok=version_ok)
 
-    known = z3.And(version_ok, pre.reg(x), epoch == pre.epoch(x), offset >= 0)  # RPC-2, LEASE-3 to LEASE-5
-    late = z3.And(known, offset < pre.offset(x))  # LEASE-6
-    accepted = z3.And(known, offset >= pre.offset(x))
+    known = z3.And(version_ok, pre.reg(x), epoch == pre.epoch(x))  # RPC-2, LEASE-3, LEASE-4
+    if params.heartbeat_offset == "next-offset":
+        known = z3.And(known, offset >= 0)  # LEASE-5, kip-631 only (DEC-2)
+    # LEASE-7; DEC-13: a lower offset than recorded is recorded as sent, like any other (LEASE-6)
     renewed = pre.with_(contact=update(pre.contact, x, pre.now) if enabled("LEASE-7") else pre.contact,
-                        offset=update(pre.offset, x, offset))  # LEASE-7
-    fenced = pre.fenced(x)
-    wants_shutdown = z3.Or(want_shut_down, pre.shut(x))  # SHUT-1: sticky
-    caught_up = offset > pre.epoch(x)  # LEASE-9
-
+                        offset=update(pre.offset, x, offset))
+    active = z3.Not(pre.fenced(x))
+    in_shutdown = pre.shut(x)  # SHUT-1: sticky, whatever the flags
+    caught_up = has_applied(offset, pre.epoch(x), params)  # LEASE-9
+    leads = ctx.exists_part("leads", lambda p: pre.leads(p, x))
+    # SHUT-3, DEC-14: every active broker (unfenced, not in controlled shutdown) has applied the records
+    # that began the shutdown, by its offset as recorded before this heartbeat
+    behind, _ = ctx.exists_broker("behind", lambda b: z3.And(
+        pre.reg(b), z3.Not(pre.fenced(b)), z3.Not(pre.shut(b)), z3.Not(has_applied(pre.offset(b), pre.soff(x), params))))
     shutting = renewed.with_(shut=update(renewed.shut, x, True))
-    moved = move_leaderships(ctx, shutting, x)
-    still_leads = ctx.exists_part("still-leads", lambda p: moved.leads(p, x))
 
-    def granted(post: View, ssd) -> View:
-        return post.with_(granted=update(post.granted, x, ssd))
+    def released(post: View, ssd) -> View:
+        """REG-4, DEC-6: a broker answered ShouldShutDown gives its id up; any other answer is contact
+        that claims it."""
+        return post.with_(released=update(post.released, x, ssd))
 
     def answered(name, guard, build, ssd) -> Branch:
         """An accepted heartbeat's branch, its view built in a context of its own (its axioms
         are needed only when the branch is taken)."""
         own = Context(f"heartbeat[{name}]")
-        post = granted(appended(own, build(own)), ssd)
+        post = released(build(own), ssd)
         lao = lowest_acknowledged_offset(own, post if enabled("LAO-1") else pre)  # LAO-1: after the step
-        return Branch(name, z3.And(accepted, guard), post, ssd, lao, tuple(own.axioms))
+        return Branch(name, z3.And(known, guard), post, ssd, lao, tuple(own.axioms))
 
-    late_ctx = Context("heartbeat[late offset]")
-    late_lao = lowest_acknowledged_offset(late_ctx, pre)
-    active = z3.Not(fenced)
+    def written(build):
+        return lambda c: appended(c, build(c))
+
+    def shutdown_begins(c):  # kafka: the records that begin the shutdown; let go once every active broker has them
+        post = appended(c, enter_controlled_shutdown(c, shutting, x, params))
+        return post.with_(soff=update(post.soff, x, post.log_end - 1))
+
+    asks = z3.And(active, z3.Not(in_shutdown), z3.Not(want_fence), want_shut_down)
+    if params.shutdown_grant == "when-leading-nothing":
+        shutdown = (  # every leadership moved or given up, then fenced in the same batch
+            answered("shutdown", asks,
+                     written(lambda c: fence(c, enter_controlled_shutdown(c, shutting, x, params), x, params)),
+                     z3.BoolVal(True)),
+        )
+    else:
+        shutdown = (
+            answered("shutdown, leads nothing", z3.And(asks, z3.Not(leads)), written(lambda c: fence(c, renewed, x, params)),
+                     z3.BoolVal(True)),
+            answered("shutdown begins", z3.And(asks, leads), shutdown_begins, z3.BoolVal(False)),
+        )
+    waiting = z3.Or(leads, behind)
     branches = (
         Branch("refused", z3.Not(known), pre, z3.BoolVal(False), None),
-        Branch("late offset", late, pre, z3.BoolVal(False), late_lao, tuple(late_ctx.axioms)),
-        answered("fence on request", z3.And(active, want_fence), lambda c: fence(c, renewed, x), wants_shutdown),
-        answered("shutdown, still leading", z3.And(active, z3.Not(want_fence), wants_shutdown, still_leads),
-                 lambda c: moved, z3.BoolVal(not enabled("SHUT-3"))),  # SHUT-3: not while it still leads
-        answered("shutdown, done", z3.And(active, z3.Not(want_fence), wants_shutdown, z3.Not(still_leads)),
-                 lambda c: fence(c, moved, x), z3.BoolVal(True)),
-        answered("stays active", z3.And(active, z3.Not(want_fence), z3.Not(wants_shutdown)),
-                 lambda c: renewed, z3.BoolVal(False)),
-        answered("fenced, shutting down", z3.And(fenced, want_shut_down), lambda c: renewed, z3.BoolVal(True)),
-        answered("unfence", z3.And(fenced, z3.Not(want_shut_down), z3.Not(want_fence), caught_up),
-                 lambda c: unfence(c, renewed, x), z3.BoolVal(False)),
-        answered("stays fenced", z3.And(fenced, z3.Not(want_shut_down), z3.Or(want_fence, z3.Not(caught_up))),
-                 lambda c: renewed, z3.BoolVal(False)),
+        answered("shutdown, waiting", z3.And(active, in_shutdown, waiting), written(lambda c: renewed),
+                 z3.BoolVal(not enabled("SHUT-3"))),  # SHUT-3: not while it leads, nor before the others catch up
+        answered("shutdown, let go", z3.And(active, in_shutdown, z3.Not(waiting)),
+                 written(lambda c: fence(c, renewed, x, params)), z3.BoolVal(True)),
+        answered("fence on request", z3.And(active, z3.Not(in_shutdown), want_fence),
+                 written(lambda c: fence(c, renewed, x, params)), want_shut_down),
+        *shutdown,
+        answered("stays active", z3.And(active, z3.Not(in_shutdown), z3.Not(want_fence), z3.Not(want_shut_down)),
+                 written(lambda c: renewed), z3.BoolVal(False)),
+        # SHUT-4; DEC-14: kafka writes the fencing batch again (fenced_shutdown_refences)
+        answered("fenced, shutting down", z3.And(pre.fenced(x), want_shut_down),
+                 written(lambda c: fence(c, renewed, x, params) if params.fenced_shutdown_refences else renewed),
+                 z3.BoolVal(True)),
+        answered("unfence", z3.And(pre.fenced(x), z3.Not(want_shut_down), z3.Not(want_fence), caught_up),
+                 written(lambda c: unfence(c, renewed, x, params)), z3.BoolVal(False)),
+        answered("stays fenced", z3.And(pre.fenced(x), z3.Not(want_shut_down), z3.Or(want_fence, z3.Not(caught_up))),
+                 written(lambda c: renewed), z3.BoolVal(False)),
     )
-    return Transition("BrokerHeartbeat", params, branches, tuple(ctx.axioms))
+    return Transition("BrokerHeartbeat", params_, branches, tuple(ctx.axioms))
 
 
-def registration(pre: View, s) -> Transition:
+def registration(pre: View, s, params: Profile) -> Transition:
     """model.registration.handle_broker_registration (REG-1 to REG-7, LEASE-7)."""
     ctx = Context("registration")
     x, incarnation = ctx.const("broker", Broker), ctx.const("incarnation", z3.IntSort())
     well_formed, supported = ctx.const("well_formed", z3.BoolSort()), ctx.const("features_ok", z3.BoolSort())
-    params = dict(broker=x, incarnation=incarnation, well_formed=well_formed, features_ok=supported)
+    params_ = dict(broker=x, incarnation=incarnation, well_formed=well_formed, features_ok=supported)
 
     retry = z3.And(pre.reg(x), pre.inc(x) == incarnation)  # REG-3
-    given_up = z3.And(pre.granted(x), pre.fenced(x))
-    held = z3.And(pre.reg(x), z3.Not(retry), pre.now < pre.lease_deadline(x, s), z3.Not(given_up))  # REG-4
+    # REG-4, DEC-6: the old incarnation claims the id, fenced or not, until its lease lapses (DEC-7),
+    # unless its lease is released (no contact with this controller since a failover, or, in the
+    # kafka profile, since it registered)
+    held = z3.And(pre.reg(x), z3.Not(retry), z3.Not(lapsed(pre, x, s, params)), z3.Not(pre.released(x)))
     epoch = pre.log_end if enabled("REG-6") else pre.log_end - 1  # REG-6, DEC-4: the record's own offset
     epoch = epoch if enabled("REG-7") else z3.IntVal(0)  # REG-7: above every earlier epoch of the id
     registered = pre.with_(
         reg=update(pre.reg, x, True), fenced=update(pre.fenced, x, True), epoch=update(pre.epoch, x, epoch),
         inc=update(pre.inc, x, incarnation), lease=update(pre.lease, x, True), contact=update(pre.contact, x, pre.now),
-        offset=update(pre.offset, x, -1), shut=update(pre.shut, x, False), granted=update(pre.granted, x, False),
-        log_end=pre.log_end + 1,
+        offset=update(pre.offset, x, -1), shut=update(pre.shut, x, False),
+        released=update(pre.released, x, z3.BoolVal(not params.registration_is_contact)),  # DEC-6
+        soff=update(pre.soff, x, -1), log_end=pre.log_end + 1,
     )
+    # REG-3, DEC-6: a retry is contact in kip-631 (LEASE-7), not in kafka
+    retried = pre.with_(contact=update(pre.contact, x, pre.now), released=update(pre.released, x, False)) \
+        if params.registration_is_contact else pre
+    # DEC-5: kip-631 changes nothing else; kafka checks the features again (REG-5) and amends: a
+    # RegisterBrokerRecord with the same epoch (which replays as fenced, REG-8), then an
+    # UnfenceBrokerRecord if the broker was unfenced, so that only the log grows
+    amends = params.retry_registration == "amend"
+    if amends:
+        retried = retried.with_(log_end=pre.log_end + z3.If(pre.fenced(x), 1, 2))
+    retry_refused = z3.And(retry, z3.Not(supported)) if amends else z3.BoolVal(False)
     branches = (
-        Branch("refused", z3.Or(z3.Not(well_formed), z3.And(z3.Not(retry), z3.Or(held, z3.Not(supported)))), pre),
-        Branch("retry", z3.And(well_formed, retry), pre.with_(contact=update(pre.contact, x, pre.now))),
+        Branch("refused", z3.Or(z3.Not(well_formed), z3.And(z3.Not(retry), z3.Or(held, z3.Not(supported))),
+                                retry_refused), pre),
+        Branch("retry", z3.And(well_formed, retry, z3.Not(retry_refused)), retried),
         Branch("registered", z3.And(well_formed, z3.Not(retry), guard("REG-4", z3.Not(held)), supported), registered),
     )
-    return Transition("BrokerRegistration", params, branches, tuple(ctx.axioms))
+    return Transition("BrokerRegistration", params_, branches, tuple(ctx.axioms))
 
 
-def unregistration(pre: View, s) -> Transition:
-    """model.registration.handle_unregister_broker (UNREG-1, UNREG-2)."""
+def unregistration(pre: View, s, params: Profile) -> Transition:
+    """model.registration.handle_unregister_broker (UNREG-1, UNREG-2): an unknown id changes nothing
+    in either profile (only the error differs, DEC-35)."""
     ctx = Context("unregister")
     x = ctx.const("broker", Broker)
     branches = (
         Branch("not registered", z3.Not(pre.reg(x)), pre),
-        Branch("unregistered", pre.reg(x), appended(ctx, unregister(ctx, pre, x))),
+        Branch("unregistered", pre.reg(x), appended(ctx, unregister(ctx, pre, x, params))),
     )
     return Transition("UnregisterBroker", dict(broker=x), branches, tuple(ctx.axioms))
 
 
-def alter_isr(pre: View, s) -> Transition:
+def alter_isr(pre: View, s, params: Profile) -> Transition:
     """model.alter_isr.handle_alter_isr (ISR-1 to ISR-11): each partition named once, decided on
     the state before the request."""
     ctx = Context("alter_isr")
@@ -287,8 +371,8 @@ def alter_isr(pre: View, s) -> Transition:
     partition_epoch = ctx.fresh("partition_epoch", Part, z3.IntSort())
     new_isr = ctx.fresh("new_isr", Part, Broker, z3.BoolSort())
     reordered = ctx.fresh("isr_reordered", Part, z3.BoolSort())  # the new ISR's order differs from the old
-    params = dict(broker=x, epoch=epoch, named=named, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
-                  new_isr=new_isr, isr_reordered=reordered)
+    params_ = dict(broker=x, epoch=epoch, named=named, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
+                   new_isr=new_isr, isr_reordered=reordered)
 
     outside, _ = ctx.exists_b("outside-replicas", lambda p, b: z3.And(new_isr(p, b), z3.Not(pre.rep(p, b))))
     ineligible, _ = ctx.exists_b("ineligible", lambda p, b: z3.And(new_isr(p, b), z3.Or(z3.Not(pre.reg(b)), pre.fenced(b))))
@@ -300,30 +384,46 @@ def alter_isr(pre: View, s) -> Transition:
             guard("ISR-8", z3.Not(ineligible(p))),
         )
 
-    after = partition_change(ctx, pre, pre, applies, isr=new_isr, reorder=reordered)  # ISR-9, ISR-10
+    after = partition_change(ctx, pre, pre, applies, params, isr=new_isr, reorder=reordered)  # ISR-9, ISR-10
     current = z3.And(pre.reg(x), pre.epoch(x) == epoch)  # ISR-2
     branches = (
         Branch("stale broker epoch", z3.Not(current), pre),
         Branch("applied", current, appended(ctx, after)),
     )
-    return Transition("AlterIsr", params, branches, tuple(ctx.axioms))
+    return Transition("AlterIsr", params_, branches, tuple(ctx.axioms))
 
 
-def create_topics(pre: View, s) -> Transition:
+def create_topics(pre: View, s, params: Profile) -> Transition:
     """model.topics.handle_create_topics (TOPIC-1 to TOPIC-6): the proposed partitions of topics
     that pass the name, id and assignment checks, each topic created whole or not at all
-    (TOPIC-5: every partition needs an eligible replica)."""
+    (TOPIC-5: every partition needs an eligible replica; its ISR is its eligible replicas, its
+    leader the first of them). A partition placed by replication factor (TOPIC-4, DEC-26) is on
+    brokers not in controlled shutdown, at least one of them eligible, the eligible ones first, and
+    on a fenced one only when every eligible broker already holds a replica."""
     ctx = Context("create_topics")
     proposed = ctx.fresh("proposed", Part, z3.BoolSort())
     group = ctx.fresh("topic", Part, z3.IntSort())
     replicas = ctx.fresh("replicas", Part, Broker, z3.BoolSort())
     rank = ctx.fresh("rank", Part, Broker, z3.IntSort())
-    params = dict(proposed=proposed, topic=group, replicas=replicas, rank=rank)
+    by_factor = ctx.fresh("by_factor", Part, z3.BoolSort())
+    params_ = dict(proposed=proposed, topic=group, replicas=replicas, rank=rank, by_factor=by_factor)
     a = z3.Const("a", Broker)
+    placed = ctx.fresh("placed-eligible", Part, Broker)
+
+    def placed_by_factor(p):
+        return z3.And(proposed(p), by_factor(p))
+
     ctx.axioms += [  # what the assignment checks guarantee (TOPIC-3, TOPIC-4): new, registered, no duplicates
         z3.ForAll([P], z3.Implies(proposed(P), z3.Not(pre.live(P)))),
         z3.ForAll([P, B], z3.Implies(z3.And(proposed(P), replicas(P, B)), pre.reg(B))),
         z3.ForAll([P, a, B], z3.Implies(z3.And(proposed(P), replicas(P, a), replicas(P, B), a != B), rank(P, a) != rank(P, B))),
+        # DEC-26: placement by replication factor
+        z3.ForAll([P, B], z3.Implies(z3.And(placed_by_factor(P), replicas(P, B)), z3.Not(pre.shut(B)))),
+        z3.ForAll([P], z3.Implies(placed_by_factor(P), z3.And(replicas(P, placed(P)), pre.eligible(placed(P))))),
+        z3.ForAll([P, a, B], z3.Implies(z3.And(placed_by_factor(P), replicas(P, a), pre.fenced(a), pre.eligible(B)),
+                                        replicas(P, B))),
+        z3.ForAll([P, a, B], z3.Implies(z3.And(placed_by_factor(P), replicas(P, a), replicas(P, B), pre.eligible(a),
+                                               pre.fenced(B)), rank(P, a) < rank(P, B))),
     ]
 
     def in_sync(p, b):
@@ -345,10 +445,10 @@ def create_topics(pre: View, s) -> Transition:
         led=new(lambda p: True, pre.led), leader=new(first, pre.leader),
         lepoch=new(lambda p: 0, pre.lepoch), pepoch=new(lambda p: 0, pre.pepoch),
     )
-    return Transition("CreateTopics", params, (Branch("created", z3.BoolVal(True), appended(ctx, post)),), tuple(ctx.axioms))
+    return Transition("CreateTopics", params_, (Branch("created", z3.BoolVal(True), appended(ctx, post)),), tuple(ctx.axioms))
 
 
-def delete_topics(pre: View, s) -> Transition:
+def delete_topics(pre: View, s, params: Profile) -> Transition:
     """model.topics.handle_delete_topics (TOPIC-7, TOPIC-8): the partitions of the deleted topics go."""
     ctx = Context("delete_topics")
     deleted = ctx.fresh("deleted", Part, z3.BoolSort())
@@ -358,24 +458,30 @@ def delete_topics(pre: View, s) -> Transition:
                       tuple(ctx.axioms))
 
 
-def reassign(pre: View, s) -> Transition:
+def reassign(pre: View, s, params: Profile) -> Transition:
     """model.reassignment.handle_alter_partition_reassignments (REASSIGN-1 to REASSIGN-9): per
-    partition named once, start a reassignment to a target or cancel one."""
+    partition named once, start a reassignment to a target or cancel one. The profile's
+    ``reassignment_layout`` (DEC-18) puts the removing replicas before the target (kip-631) or
+    after it (kafka)."""
     ctx = Context("reassign")
     start = ctx.fresh("start", Part, z3.BoolSort())
     cancel = ctx.fresh("cancel", Part, z3.BoolSort())
     target = ctx.fresh("target", Part, Broker, z3.BoolSort())
     trank = ctx.fresh("target_rank", Part, Broker, z3.IntSort())
-    above = ctx.fresh("above_every_rank", Part, z3.IntSort())  # the removing replicas come first (REASSIGN-4)
-    params = dict(start=start, cancel=cancel, target=target, target_rank=trank)
+    # ranks that put one part of the new list after the other (REASSIGN-4): the target after every
+    # current replica (kip-631), or the removing replicas after the whole target (kafka)
+    shift = ctx.fresh("shift", Part, z3.IntSort())
+    params_ = dict(start=start, cancel=cancel, target=target, target_rank=trank)
     a = z3.Const("a", Broker)
     some_target, _ = ctx.exists_b("target-nonempty", target)
+    target_first = params.reassignment_layout == "target-then-removing"
     ctx.axioms += [
         z3.ForAll([P], z3.Implies(z3.Or(start(P), cancel(P)), z3.And(pre.live(P), z3.Not(z3.And(start(P), cancel(P)))))),
         z3.ForAll([P], z3.Implies(start(P), some_target(P))),  # REASSIGN-3: non-empty, no duplicates
         z3.ForAll([P, a, B], z3.Implies(z3.And(start(P), target(P, a), target(P, B), a != B), trank(P, a) != trank(P, B))),
         z3.ForAll([P, B], z3.Implies(z3.And(start(P), target(P, B)), trank(P, B) >= 0)),
-        z3.ForAll([P, B], z3.Implies(pre.rep(P, B), pre.rank(P, B) < above(P))),
+        z3.ForAll([P, B], z3.Implies(pre.rep(P, B), pre.rank(P, B) < shift(P))) if not target_first else
+        z3.ForAll([P, a, B], z3.Implies(z3.And(start(P), target(P, a), pre.rep(P, B)), trank(P, a) < shift(P) + pre.rank(P, B))),
     ]
     unregistered, _ = ctx.exists_b("target-unregistered", lambda p, b: z3.And(target(p, b), z3.Not(pre.reg(b))))
     reassigning, _ = ctx.exists_b("reassigning", lambda p, b: z3.Or(pre.add(p, b), pre.rem(p, b)))
@@ -403,28 +509,33 @@ def reassign(pre: View, s) -> Transition:
         return lambda p, b: z3.If(reorders(p), on_reorder(p, b), z3.If(starts(p), on_start(p, b),
                                   z3.If(cancels(p), on_cancel(p, b), otherwise(p, b))))
 
+    apart = (lambda p: shift(p)) if enabled("REASSIGN-4") else (lambda p: 0)
+
+    def started_rank(p, b):
+        if target_first:  # the target in its order, then the removing replicas in theirs
+            return z3.If(removing(p, b), apart(p) + pre.rank(p, b), trank(p, b))
+        return z3.If(removing(p, b), pre.rank(p, b), apart(p) + trank(p, b))  # the removing ones, then the target
+
     no = lambda p, b: False  # noqa: E731
     after = partition_change(
-        ctx, pre, pre, lambda p: z3.Or(starts(p), cancels(p)),
+        ctx, pre, pre, lambda p: z3.Or(starts(p), cancels(p)), params,
         rep=pick(target, lambda p, b: z3.Or(pre.rep(p, b), target(p, b)),
                  lambda p, b: z3.And(pre.rep(p, b), z3.Not(pre.add(p, b))), pre.rep),
-        rank=lambda p, b: z3.If(reorders(p), trank(p, b), z3.If(
-            z3.And(starts(p), z3.Not(removing(p, b))), (above(p) if enabled("REASSIGN-4") else 0) + trank(p, b),
-            pre.rank(p, b))),
+        rank=lambda p, b: z3.If(reorders(p), trank(p, b), z3.If(starts(p), started_rank(p, b), pre.rank(p, b))),
         rem=pick(no, removing, no, pre.rem),
         add=pick(no, adding, no, pre.add),
         isr=lambda p, b: z3.If(cancels(p), z3.And(pre.isr(p, b), z3.Not(pre.add(p, b))), pre.isr(p, b)),
     )
-    return Transition("AlterPartitionReassignments", params, (Branch("applied", z3.BoolVal(True), appended(ctx, after)),),
+    return Transition("AlterPartitionReassignments", params_, (Branch("applied", z3.BoolVal(True), appended(ctx, after)),),
                       tuple(ctx.axioms))
 
 
-def list_reassignments(pre: View, s) -> Transition:
+def list_reassignments(pre: View, s, params: Profile) -> Transition:
     """model.reassignment.handle_list_partition_reassignments: a read (LOG-8), nothing changes."""
     return Transition("ListPartitionReassignments", {}, (Branch("read", z3.BoolVal(True), pre),), ())
 
 
-def tick_advance(pre: View, s) -> Transition:
+def tick_advance(pre: View, s, params: Profile) -> Transition:
     """model.controller._tick, first part: the clock moves on (LOG-15); leases lapse."""
     ctx = Context("tick")
     t = ctx.const("now", z3.IntSort())
@@ -435,28 +546,29 @@ def tick_advance(pre: View, s) -> Transition:
     return Transition("Tick (clock)", dict(now=t), branches, (), within_tick=True)
 
 
-def tick_expire(pre: View, s) -> Transition:
-    """model.heartbeat.expire_lease: one lapsed lease fenced (LEASE-8), a step of the tick's loop."""
+def tick_expire(pre: View, s, params: Profile) -> Transition:
+    """model.heartbeat.expire_lease: one lapsed lease fenced (LEASE-8, DEC-7), a step of the tick's loop."""
     ctx = Context("expire")
     x = ctx.const("broker", Broker)
-    lapsed = z3.And(pre.reg(x), z3.Not(pre.fenced(x)), pre.now >= pre.lease_deadline(x, s))
-    return Transition("Tick (a lease lapses)", dict(broker=x), (Branch("fenced", lapsed, appended(ctx, fence(ctx, pre, x))),),
+    expired = z3.And(pre.reg(x), z3.Not(pre.fenced(x)), lapsed(pre, x, s, params))
+    return Transition("Tick (a lease lapses)", dict(broker=x),
+                      (Branch("fenced", expired, appended(ctx, fence(ctx, pre, x, params))),),
                       tuple(ctx.axioms), within_tick=True)
 
 
-def tick_done(pre: View, s) -> Transition:
+def tick_done(pre: View, s, params: Profile) -> Transition:
     """model.controller._tick, end of the loop: no unfenced broker's lease has lapsed."""
     ctx = Context("tick_done")
-    def lapsed(b):  # LEASE-8: at the deadline exactly
-        deadline = pre.lease_deadline(b, s)
-        return z3.And(pre.reg(b), z3.Not(pre.fenced(b)), pre.now >= deadline if enabled("LEASE-8") else pre.now > deadline)
 
-    any_lapsed, _ = ctx.exists_broker("lapsed", lapsed)
+    def expired(b):  # LEASE-8, DEC-7: at the deadline or just after it, as the profile says
+        return z3.And(pre.reg(b), z3.Not(pre.fenced(b)), lapsed(pre, b, s, params, late=not enabled("LEASE-8")))
+
+    any_lapsed, _ = ctx.exists_broker("lapsed", expired)
     return Transition("Tick (done)", {}, (Branch("no lease lapsed", z3.Not(any_lapsed), pre),), tuple(ctx.axioms),
                       within_tick=True)
 
 
-def commit(pre: View, s) -> Transition:
+def commit(pre: View, s, params: Profile) -> Transition:
     """model.log.commit (LOG-6): the committed offset moves forward, within the log; the
     in-memory state does not change."""
     ctx = Context("commit")
@@ -466,9 +578,10 @@ def commit(pre: View, s) -> Transition:
                       tuple(ctx.axioms))
 
 
-def failover(pre: View, s, committed_image_ok: Callable[[View], z3.BoolRef]) -> Transition:
+def failover(pre: View, s, params: Profile, committed_image_ok: Callable[[View, Profile], z3.BoolRef]) -> Transition:
     """model.log.failover (LOG-10, LEASE-14): the in-memory state becomes the committed image,
-    the log ends at the committed offset, and every registered broker gets a fresh lease.
+    the log ends at the committed offset, and every registered broker gets a fresh lease, which a
+    fenced broker holds released (DEC-6: the new controller has not heard from it).
     ``committed_image_ok`` states what is known of the committed image (see inductive)."""
     image = state("failover.committed_image")
     post = pre.with_(
@@ -476,12 +589,13 @@ def failover(pre: View, s, committed_image_ok: Callable[[View], z3.BoolRef]) -> 
         live=image.live, led=image.led, leader=image.leader, lepoch=image.lepoch, pepoch=image.pepoch,
         rep=image.rep, rank=image.rank, isr=image.isr, add=image.add, rem=image.rem,
         lease=image.reg, contact=(lambda b: pre.now) if enabled("LEASE-14") else pre.contact, offset=lambda b: z3.IntVal(-1),
-        shut=lambda b: z3.BoolVal(False), granted=lambda b: z3.BoolVal(False), log_end=pre.committed,
+        shut=lambda b: z3.BoolVal(False), released=lambda b: z3.And(image.reg(b), image.fenced(b)),
+        soff=lambda b: z3.IntVal(-1), log_end=pre.committed,
     )
-    known = committed_image_ok(image.with_(log_end=pre.committed, now=pre.now, committed=pre.committed))
+    known = committed_image_ok(image.with_(log_end=pre.committed, now=pre.now, committed=pre.committed), params)
     return Transition("Failover", dict(committed_image=image), (Branch("rebuilt", known, post),), ())
 
 
-def take_snapshot(pre: View, s) -> Transition:
+def take_snapshot(pre: View, s, params: Profile) -> Transition:
     """model.log.take_snapshot (LOG-11): the log before the committed offset goes; the state stays."""
     return Transition("TakeSnapshot", {}, (Branch("taken", z3.BoolVal(True), pre),), ())
