@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftspec.impl import storage
+from kraftspec.impl import snapshot_store, storage
 from kraftspec.impl.storage import (
     BATCH_HEADER,
     CommittedDataLoss,
@@ -590,7 +590,7 @@ def test_an_append_that_fails_leaves_no_partial_batch_and_stops_the_log(tmp_path
         real_write(fd, bytes(data[:10]))  # a partial write, then the error
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(storage.os, "write", disk_full)
+    monkeypatch.setattr(os, "write", disk_full)
     with pytest.raises(StorageError, match="No space left on device") as raised:
         log.append(4, [b"x"])
     assert raised.value.path == log.segment_files[-1]
@@ -833,7 +833,7 @@ def test_a_header_whose_record_count_disagrees_with_the_batches_is_caught(tmp_pa
     store = SnapshotStore(tmp_path)
     path = store.write(10, snapshot_frames(10, 6), batch_records=2).path
     data = path.read_bytes()
-    header = storage._snapshot_header(10, promised, len(data) - storage.SNAPSHOT_HEADER.size)
+    header = snapshot_store._snapshot_header(10, promised, len(data) - storage.SNAPSHOT_HEADER.size)
     path.write_bytes(header + data[len(header) :])
     assert store.load_newest() is None and reason in store.problems[0].reason
 
