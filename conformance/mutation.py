@@ -2,7 +2,8 @@
 
 Each :class:`Mutant` breaks exactly one rule of spec/ in :mod:`kraftspec.impl`, at run time: its
 context manager (:meth:`Mutant.applied`) replaces one method or function of impl with a broken
-variant written here, and puts the original back afterwards. impl's source files are never edited.
+variant written here (a module's function wherever impl imported it by name), and puts the original
+back afterwards. impl's source files are never edited.
 
 :func:`run` applies the mutants one at a time and records, for each, whether it is *killed*:
 
@@ -45,11 +46,17 @@ from typing import Any
 
 from attrs import frozen
 
+from kraftspec.impl import alter_isr as impl_alter_isr
 from kraftspec.impl import builder as impl_builder
-from kraftspec.impl import controller as impl_controller
+from kraftspec.impl import heartbeat as impl_heartbeat
+from kraftspec.impl import partitions as impl_partitions
+from kraftspec.impl import reassignment as impl_reassignment
+from kraftspec.impl import registration as impl_registration
+from kraftspec.impl import topics as impl_topics
 from kraftspec.impl.builder import elect
-from kraftspec.impl.controller import HEARTBEAT_VERSIONS, Controller, Reply
+from kraftspec.impl.controller import Controller, Reply
 from kraftspec.impl.errors import Error
+from kraftspec.impl.heartbeat import HEARTBEAT_VERSIONS
 from kraftspec.impl.leases import LeaseManager
 from kraftspec.impl.messages import (
     BrokerRegistrationResponse,
@@ -88,7 +95,9 @@ DEFAULT_TIMEOUT_S = 900.0
 @frozen
 class Mutant:
     """One deliberate breakage of one rule: ``owner.attribute`` (a class or a module of impl)
-    is replaced by ``variant(original)`` while :meth:`applied` is active."""
+    is replaced by ``variant(original)`` while :meth:`applied` is active; a module's function
+    also in every module of impl that imported it by name (the controller imports its handlers
+    so, and the handler modules the partition changes they share)."""
 
     name: str
     rule: str
@@ -109,11 +118,23 @@ class Mutant:
     def applied(self) -> Iterator["Mutant"]:
         """Replace the target with the broken variant; restore the original on the way out, always."""
         original = vars(self.owner)[self.attribute]
-        setattr(self.owner, self.attribute, self.variant(original))
+        places = [(self.owner, self.attribute)]
+        if not isinstance(self.owner, type):
+            places += [(module, name) for module in _impl_modules() if module is not self.owner
+                       for name, value in vars(module).items() if value is original]
+        broken = self.variant(original)
+        for owner, name in places:
+            setattr(owner, name, broken)
         try:
             yield self
         finally:
-            setattr(self.owner, self.attribute, original)
+            for owner, name in places:
+                setattr(owner, name, original)
+
+
+def _impl_modules() -> list[Any]:
+    """impl's modules imported so far."""
+    return [module for name, module in list(sys.modules.items()) if name.startswith("kraftspec.impl.") and module is not None]
 
 
 def _copy(message, **changes):
@@ -162,9 +183,9 @@ def fenced_registration_gives_its_id_up(original):
 def late_heartbeat_is_processed(original):
     """A heartbeat reporting a lower offset than an earlier one is handled as a current one."""
 
-    def broker_heartbeat(self, request, version):
-        registration = self.state.cluster.brokers.get(request.broker_id)
-        lease = self.leases.leases.get(request.broker_id)
+    def handle_broker_heartbeat(controller, request, version):
+        registration = controller.state.cluster.brokers.get(request.broker_id)
+        lease = controller.leases.leases.get(request.broker_id)
         if (
             version in HEARTBEAT_VERSIONS
             and registration is not None
@@ -173,37 +194,37 @@ def late_heartbeat_is_processed(original):
             and 0 <= request.current_metadata_offset < lease.metadata_offset
         ):
             lease.metadata_offset = -1  # forget the higher offset, so the late copy passes as current
-        return original(self, request, version)
+        return original(controller, request, version)
 
-    return broker_heartbeat
+    return handle_broker_heartbeat
 
 
 # LEASE-4
 def stale_epoch_heartbeat_is_accepted(original):
     """A heartbeat with another broker epoch is handled as if it carried the registration's."""
 
-    def broker_heartbeat(self, request, version):
-        registration = self.state.cluster.brokers.get(request.broker_id)
+    def handle_broker_heartbeat(controller, request, version):
+        registration = controller.state.cluster.brokers.get(request.broker_id)
         if registration is not None and request.broker_epoch != registration.epoch:
             request = _copy(request, broker_epoch=registration.epoch)
-        return original(self, request, version)
+        return original(controller, request, version)
 
-    return broker_heartbeat
+    return handle_broker_heartbeat
 
 
 def _epoch_at(offset_of: Callable[[Controller], int]):
     """A registration handler that gives the epoch ``offset_of(controller)`` instead of the log end offset."""
 
     def variant(original):
-        def broker_registration(self, request, version):
-            log_end_offset = self.log_end_offset
-            self.log_end_offset = offset_of(self)  # the handler reads it only for the epoch
+        def handle_broker_registration(controller, request, version):
+            log_end_offset = controller.log_end_offset
+            controller.log_end_offset = offset_of(controller)  # the handler reads it only for the epoch
             try:
-                return original(self, request, version)
+                return original(controller, request, version)
             finally:
-                self.log_end_offset = log_end_offset
+                controller.log_end_offset = log_end_offset
 
-        return broker_registration
+        return handle_broker_registration
 
     return variant
 
@@ -221,56 +242,56 @@ epoch_from_the_next_offset.__doc__ = "The broker epoch is one past the offset th
 def retried_registration_registers_again(original):
     """A retry (same incarnation) writes a new RegisterBrokerRecord with a new epoch."""
 
-    def broker_registration(self, request, version):
-        existing = self.state.cluster.brokers.get(request.broker_id)
-        response = original(self, request, version)
+    def handle_broker_registration(controller, request, version):
+        existing = controller.state.cluster.brokers.get(request.broker_id)
+        response = original(controller, request, version)
         if existing is None or existing.incarnation_id != request.incarnation_id or response.error_code != Error.NONE:
             return response
-        epoch = self.log_end_offset
-        self._add(RegisterBrokerRecord(
+        epoch = controller.log_end_offset
+        controller._add(RegisterBrokerRecord(
             broker_id=existing.broker_id, incarnation_id=existing.incarnation_id, broker_epoch=epoch,
             end_points=existing.end_points, features=existing.features, rack=existing.rack,
         ))
-        self.leases.start(existing.broker_id, self.now_ms, fenced=True)
+        controller.leases.start(existing.broker_id, controller.now_ms, fenced=True)
         return BrokerRegistrationResponse(error_code=Error.NONE, broker_epoch=epoch)
 
-    return broker_registration
+    return handle_broker_registration
 
 
 # REG-5
 def finalized_features_are_not_checked(original):
     """A registration is accepted whatever features the broker supports."""
 
-    def broker_registration(self, request, version):
-        cluster = self.state.cluster
+    def handle_broker_registration(controller, request, version):
+        cluster = controller.state.cluster
         features = cluster.features
         cluster.features = {}  # the handler reads them only for the check
         try:
-            return original(self, request, version)
+            return original(controller, request, version)
         finally:
             cluster.features = features
 
-    return broker_registration
+    return handle_broker_registration
 
 
 def _fencing(new_isr: Callable[[tuple, int], tuple], elect_new_leader: bool = True):
-    """A ``_fence`` whose ISR change is ``new_isr(isr, broker)``, and which leaves a partition the
-    fenced broker led without a leader when ``elect_new_leader`` is false."""
+    """A ``fence_broker`` whose ISR change is ``new_isr(isr, broker)``, and which leaves a partition
+    the fenced broker led without a leader when ``elect_new_leader`` is false."""
 
     def variant(original):
-        def fence(self, broker_id):
-            epoch = self.state.cluster.brokers[broker_id].epoch
-            stays, eligible = self._without(broker_id)
-            for partition in self.state.replication.partitions_of(broker_id):
+        def fence_broker(controller, broker_id):
+            epoch = controller.state.cluster.brokers[broker_id].epoch
+            stays, eligible = impl_partitions.predicates_without(controller, broker_id)
+            for partition in controller.state.replication.partitions_of(broker_id):
                 if broker_id not in partition.isr:
                     continue
                 lists = {"isr": new_isr(partition.isr, broker_id)}
                 if not elect_new_leader and partition.leader == broker_id:
                     lists["leader"] = NO_LEADER
-                self._change(partition, stays, eligible, **lists)
-            self._add(FenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch))
+                impl_partitions.partition_change(controller, partition, stays, eligible, **lists)
+            controller._add(FenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch))
 
-        return fence
+        return fence_broker
 
     return variant
 
@@ -296,66 +317,61 @@ fenced_leader_is_not_replaced.__doc__ = "Fencing a leader leaves its partitions 
 def unfenced_broker_joins_isrs(original):
     """Unfencing also adds the broker to the ISR of every partition that replicates on it."""
 
-    def unfence(self, broker_id):
-        original(self, broker_id)
-        for partition in self.state.replication.partitions_of(broker_id):
+    def unfence_broker(controller, broker_id):
+        original(controller, broker_id)
+        for partition in controller.state.replication.partitions_of(broker_id):
             if broker_id not in partition.isr:
-                self._change(partition, isr=partition.isr + (broker_id,))
+                impl_partitions.partition_change(controller, partition, isr=partition.isr + (broker_id,))
 
-    return unfence
+    return unfence_broker
 
 
 # PART-7
 def unfencing_elects_nobody(original):
     """Unfencing writes the UnfenceBrokerRecord and no election."""
 
-    def unfence(self, broker_id):
-        self._add(UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=self.state.cluster.brokers[broker_id].epoch))
+    def unfence_broker(controller, broker_id):
+        controller._add(UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=controller.state.cluster.brokers[broker_id].epoch))
 
-    return unfence
+    return unfence_broker
 
 
 # SHUT-1
 def controlled_shutdown_is_forgotten(original):
     """A heartbeat without WantShutDown ends the broker's controlled shutdown."""
 
-    def broker_heartbeat(self, request, version):
-        lease = self.leases.leases.get(request.broker_id)
+    def handle_broker_heartbeat(controller, request, version):
+        lease = controller.leases.leases.get(request.broker_id)
         if lease is not None and not request.want_shut_down:
             lease.in_controlled_shutdown = False
-        return original(self, request, version)
+        return original(controller, request, version)
 
-    return broker_heartbeat
+    return handle_broker_heartbeat
 
 
 # SHUT-2
 def leadership_moves_to_a_broker_shutting_down(original):
     """Controlled shutdown moves leaderships to any registered, unfenced in-sync replica, even one shutting down."""
 
-    def controlled_shutdown(self, broker_id):
-        self.leases.leases[broker_id].in_controlled_shutdown = True
-        replication = self.state.replication
-        for partition in replication.partitions_of(broker_id):
+    def move_leaderships(controller, broker_id):
+        for partition in controller.state.replication.partitions_of(broker_id):
             if partition.leader == broker_id:
-                new_leader = elect(partition.replicas, partition.isr, lambda b: b != broker_id and self._stays(b))
+                new_leader = elect(partition.replicas, partition.isr,
+                                   lambda b: b != broker_id and impl_partitions.stays_leader(controller, b))
                 if new_leader != NO_LEADER:
-                    self._change(partition, leader=new_leader)
-        if replication.leads_any(broker_id):
-            return False
-        self._fence(broker_id)
-        return True
+                    impl_partitions.partition_change(controller, partition, leader=new_leader)
 
-    return controlled_shutdown
+    return move_leaderships
 
 
 # SHUT-3
 def shut_down_while_leading(original):
     """A broker asking to shut down is fenced and told ShouldShutDown even while it still leads."""
 
-    def controlled_shutdown(self, broker_id):
-        original(self, broker_id)
-        if self.state.cluster.is_active(broker_id):  # it still leads: let it go all the same
-            self._fence(broker_id)
+    def controlled_shutdown(controller, broker_id):
+        original(controller, broker_id)
+        if controller.state.cluster.is_active(broker_id):  # it still leads: let it go all the same
+            impl_partitions.fence_broker(controller, broker_id)
         return True
 
     return controlled_shutdown
@@ -365,13 +381,13 @@ def _alter_isr_entry(**fields_from_partition: Callable[[Any], Any]):
     """An AlterIsr partition check that sees some of the request's fields replaced by the partition's own."""
 
     def variant(original):
-        def alter_partition_isr(self, requester, topic_id, entry, counts):
-            partition = self.state.replication.partition(topic_id, entry.partition_index)
+        def _alter_partition(controller, requester, topic_id, entry, counts):
+            partition = controller.state.replication.partition(topic_id, entry.partition_index)
             if partition is not None:
                 entry = _copy(entry, **{name: value(partition) for name, value in fields_from_partition.items()})
-            return original(self, requester, topic_id, entry, counts)
+            return original(controller, requester, topic_id, entry, counts)
 
-        return alter_partition_isr
+        return _alter_partition
 
     return variant
 
@@ -389,28 +405,28 @@ partition_epoch_is_not_checked.__doc__ = "AlterIsr accepts a partition epoch oth
 def any_broker_may_change_the_isr(original):
     """AlterIsr from a broker that is not the partition's leader is applied."""
 
-    def alter_partition_isr(self, requester, topic_id, entry, counts):
-        partition = self.state.replication.partition(topic_id, entry.partition_index)
+    def _alter_partition(controller, requester, topic_id, entry, counts):
+        partition = controller.state.replication.partition(topic_id, entry.partition_index)
         if partition is not None:
             requester = partition.leader
-        return original(self, requester, topic_id, entry, counts)
+        return original(controller, requester, topic_id, entry, counts)
 
-    return alter_partition_isr
+    return _alter_partition
 
 
 # ISR-8
 def ineligible_replica_is_accepted(original):
     """AlterIsr applies an ISR that names a fenced or unregistered broker."""
 
-    def alter_partition_isr(self, requester, topic_id, entry, counts):
-        error = original(self, requester, topic_id, entry, counts)
+    def _alter_partition(controller, requester, topic_id, entry, counts):
+        error = original(controller, requester, topic_id, entry, counts)
         if error != Error.INELIGIBLE_REPLICA:
             return error
-        partition = self.state.replication.partition(topic_id, entry.partition_index)
-        self._change(partition, isr=tuple(entry.new_isr))
+        partition = controller.state.replication.partition(topic_id, entry.partition_index)
+        impl_partitions.partition_change(controller, partition, isr=tuple(entry.new_isr))
         return None
 
-    return alter_partition_isr
+    return _alter_partition
 
 
 # REASSIGN-6
@@ -429,14 +445,14 @@ def one_adding_replica_completes(original):
 def removing_replicas_go_last(original):
     """A reassignment's new replica list is the target followed by the removing replicas."""
 
-    def start_reassignment(self, partition, target):
+    def start_reassignment(controller, partition, target):
         current = partition.replicas
         removing = tuple(b for b in current if b not in target)
         adding = tuple(b for b in target if b not in current)
         if not removing and not adding:
-            self._change(partition, replicas=target, removing=(), adding=())
+            impl_partitions.partition_change(controller, partition, replicas=target, removing=(), adding=())
         else:
-            self._change(partition, replicas=target + removing, removing=removing, adding=adding)
+            impl_partitions.partition_change(controller, partition, replicas=target + removing, removing=removing, adding=adding)
 
     return start_reassignment
 
@@ -445,34 +461,35 @@ def removing_replicas_go_last(original):
 def deletion_unsets_leaders(original):
     """Deleting a topic first writes a change taking every partition's leader away."""
 
-    def delete_topics(self, request, version):
-        topics, seen = self.state.replication.topics_by_name, set()
+    def handle_delete_topics(controller, request, version):
+        topics, seen = controller.state.replication.topics_by_name, set()
         for name in request.topic_names:
             topic = topics.get(name)
             if topic is not None and name not in seen:
                 for partition in topic.partitions:
-                    self._change(partition, leader=NO_LEADER)
+                    impl_partitions.partition_change(controller, partition, leader=NO_LEADER)
             seen.add(name)
-        return original(self, request, version)
+        return original(controller, request, version)
 
-    return delete_topics
+    return handle_delete_topics
 
 
 # TOPIC-4
 def every_partition_on_the_first_brokers(original):
     """Placement by replication factor puts every partition on the lowest broker ids, not round robin."""
 
-    def plan_topic(self, topic, first, taken, room):
-        ids = sorted(self.state.cluster.brokers)
+    def create_topic(controller, topic, first, taken, room):
+        ids = sorted(controller.state.cluster.brokers)
         factor = topic.replication_factor
         if topic.assignments or not 1 <= topic.num_partitions < room or not 1 <= factor <= len(ids):
-            return original(self, topic, first, taken, room)
+            return original(controller, topic, first, taken, room)
         assignment_type = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment
         assignments = tuple(assignment_type(partition_index=p, broker_ids=tuple(ids[:factor])) for p in range(topic.num_partitions))
-        error, records = original(self, _copy(topic, num_partitions=-1, replication_factor=-1, assignments=assignments), first, taken, room)
+        explicit = _copy(topic, num_partitions=-1, replication_factor=-1, assignments=assignments)
+        error, records = original(controller, explicit, first, taken, room)
         return (Error.INVALID_REPLICATION_FACTOR if error == Error.INVALID_REPLICA_ASSIGNMENT else error), records  # TOPIC-5's code
 
-    return plan_topic
+    return create_topic
 
 
 # LOG-7
@@ -491,16 +508,16 @@ def responses_before_commit(original):
 def reads_see_uncommitted_state(original):
     """ListPartitionReassignments answers from the in-memory state, uncommitted changes included."""
 
-    def list_reassignments(self, request):
-        journal = self.state.journal
+    def handle_list_partition_reassignments(controller, request):
+        journal = controller.state.journal
         batches = journal.batches
         journal.batches = deque()  # without the before-images the committed view is the live one
         try:
-            return original(self, request)
+            return original(controller, request)
         finally:
             journal.batches = batches
 
-    return list_reassignments
+    return handle_list_partition_reassignments
 
 
 # LOG-10
@@ -529,16 +546,18 @@ def fenced_brokers_count_for_lao(original):
 def unregistered_broker_stays_a_replica(original):
     """Unregistering takes the broker out of ISRs and reassignments but leaves it in the replicas."""
 
-    def unregister_broker(self, request, version):
-        def change(partition, stays=None, eligible=None, **lists):
-            lists.pop("replicas", None)
-            return Controller._change(self, partition, stays, eligible, **lists)
+    def unregister_broker(controller, broker_id):
+        partition_change = impl_partitions.partition_change
 
-        self._change = change  # this request's changes only: an instance attribute, removed below
+        def change(controller, partition, stays=None, eligible=None, **lists):
+            lists.pop("replicas", None)
+            return partition_change(controller, partition, stays, eligible, **lists)
+
+        impl_partitions.partition_change = change  # for this call only: put back below
         try:
-            return original(self, request, version)
+            return original(controller, broker_id)
         finally:
-            del self._change
+            impl_partitions.partition_change = partition_change
 
     return unregister_broker
 
@@ -599,40 +618,40 @@ MUTANTS: tuple[Mutant, ...] = (
     _mutant("lease-expiry-off-by-one", "LEASE-8", LeaseManager, "expired", lapse_after_the_deadline),
     _mutant("fenced-heartbeat-not-contact", "LEASE-7", LeaseManager, "touch", fenced_heartbeat_is_not_contact),
     _mutant("duplicate-check-ignores-fenced", "REG-4", LeaseManager, "claimed", fenced_registration_gives_its_id_up),
-    _mutant("stale-offset-processed", "LEASE-6", Controller, "_broker_heartbeat", late_heartbeat_is_processed),
-    _mutant("stale-epoch-heartbeat-accepted", "LEASE-4", Controller, "_broker_heartbeat", stale_epoch_heartbeat_is_accepted),
+    _mutant("stale-offset-processed", "LEASE-6", impl_heartbeat, "handle_broker_heartbeat", late_heartbeat_is_processed),
+    _mutant("stale-epoch-heartbeat-accepted", "LEASE-4", impl_heartbeat, "handle_broker_heartbeat", stale_epoch_heartbeat_is_accepted),
     # registration
-    _mutant("epoch-from-committed-offset", "REG-6", Controller, "_broker_registration", epoch_from_the_committed_offset),
-    _mutant("epoch-from-next-offset", "REG-6", Controller, "_broker_registration", epoch_from_the_next_offset),
-    _mutant("retried-registration-writes-record", "REG-3", Controller, "_broker_registration", retried_registration_registers_again),
-    _mutant("feature-check-skipped", "REG-5", Controller, "_broker_registration", finalized_features_are_not_checked),
+    _mutant("epoch-from-committed-offset", "REG-6", impl_registration, "handle_broker_registration", epoch_from_the_committed_offset),
+    _mutant("epoch-from-next-offset", "REG-6", impl_registration, "handle_broker_registration", epoch_from_the_next_offset),
+    _mutant("retried-registration-writes-record", "REG-3", impl_registration, "handle_broker_registration", retried_registration_registers_again),
+    _mutant("feature-check-skipped", "REG-5", impl_registration, "handle_broker_registration", finalized_features_are_not_checked),
     # fencing and unfencing
-    _mutant("fenced-broker-left-in-isr", "PART-6", Controller, "_fence", fenced_broker_stays_in_isr),
-    _mutant("sole-isr-member-removed", "PART-6", Controller, "_fence", sole_isr_member_is_removed),
-    _mutant("fenced-leader-not-replaced", "PART-6", Controller, "_fence", fenced_leader_is_not_replaced),
-    _mutant("unfencing-adds-to-isr", "PART-7", Controller, "_unfence", unfenced_broker_joins_isrs),
-    _mutant("unfencing-elects-nobody", "PART-7", Controller, "_unfence", unfencing_elects_nobody),
+    _mutant("fenced-broker-left-in-isr", "PART-6", impl_partitions, "fence_broker", fenced_broker_stays_in_isr),
+    _mutant("sole-isr-member-removed", "PART-6", impl_partitions, "fence_broker", sole_isr_member_is_removed),
+    _mutant("fenced-leader-not-replaced", "PART-6", impl_partitions, "fence_broker", fenced_leader_is_not_replaced),
+    _mutant("unfencing-adds-to-isr", "PART-7", impl_partitions, "unfence_broker", unfenced_broker_joins_isrs),
+    _mutant("unfencing-elects-nobody", "PART-7", impl_partitions, "unfence_broker", unfencing_elects_nobody),
     # controlled shutdown
-    _mutant("controlled-shutdown-not-sticky", "SHUT-1", Controller, "_broker_heartbeat", controlled_shutdown_is_forgotten),
-    _mutant("leadership-to-ineligible-broker", "SHUT-2", Controller, "_controlled_shutdown", leadership_moves_to_a_broker_shutting_down),
-    _mutant("should-shut-down-while-leading", "SHUT-3", Controller, "_controlled_shutdown", shut_down_while_leading),
+    _mutant("controlled-shutdown-not-sticky", "SHUT-1", impl_heartbeat, "handle_broker_heartbeat", controlled_shutdown_is_forgotten),
+    _mutant("leadership-to-ineligible-broker", "SHUT-2", impl_partitions, "move_leaderships", leadership_moves_to_a_broker_shutting_down),
+    _mutant("should-shut-down-while-leading", "SHUT-3", impl_heartbeat, "controlled_shutdown", shut_down_while_leading),
     # AlterIsr
-    _mutant("leader-epoch-check-skipped", "ISR-4", Controller, "_alter_partition_isr", leader_epoch_is_not_checked),
-    _mutant("non-leader-isr-change-accepted", "ISR-5", Controller, "_alter_partition_isr", any_broker_may_change_the_isr),
-    _mutant("partition-epoch-check-skipped", "ISR-6", Controller, "_alter_partition_isr", partition_epoch_is_not_checked),
-    _mutant("fenced-isr-member-accepted", "ISR-8", Controller, "_alter_partition_isr", ineligible_replica_is_accepted),
+    _mutant("leader-epoch-check-skipped", "ISR-4", impl_alter_isr, "_alter_partition", leader_epoch_is_not_checked),
+    _mutant("non-leader-isr-change-accepted", "ISR-5", impl_alter_isr, "_alter_partition", any_broker_may_change_the_isr),
+    _mutant("partition-epoch-check-skipped", "ISR-6", impl_alter_isr, "_alter_partition", partition_epoch_is_not_checked),
+    _mutant("fenced-isr-member-accepted", "ISR-8", impl_alter_isr, "_alter_partition", ineligible_replica_is_accepted),
     # partitions
-    _mutant("change-record-repeats-lists", "PART-5", impl_controller, "build_change", change_records_repeat_unchanged_lists),
-    _mutant("unregistered-broker-left-in-replicas", "PART-8", Controller, "_unregister_broker", unregistered_broker_stays_a_replica),
+    _mutant("change-record-repeats-lists", "PART-5", impl_builder, "build_change", change_records_repeat_unchanged_lists),
+    _mutant("unregistered-broker-left-in-replicas", "PART-8", impl_partitions, "unregister_broker", unregistered_broker_stays_a_replica),
     # reassignment
     _mutant("reassignment-complete-too-early", "REASSIGN-6", impl_builder, "reassignment_complete", one_adding_replica_completes),
-    _mutant("reassignment-wrong-replica-order", "REASSIGN-4", Controller, "_start_reassignment", removing_replicas_go_last),
+    _mutant("reassignment-wrong-replica-order", "REASSIGN-4", impl_reassignment, "start_reassignment", removing_replicas_go_last),
     # topics
-    _mutant("delete-writes-partition-changes", "TOPIC-7", Controller, "_delete_topics", deletion_unsets_leaders),
-    _mutant("placement-not-round-robin", "TOPIC-4", Controller, "_plan_topic", every_partition_on_the_first_brokers),
+    _mutant("delete-writes-partition-changes", "TOPIC-7", impl_topics, "handle_delete_topics", deletion_unsets_leaders),
+    _mutant("placement-not-round-robin", "TOPIC-4", impl_topics, "create_topic", every_partition_on_the_first_brokers),
     # the metadata log: visibility, failover
     _mutant("responses-before-commit", "LOG-7", Controller, "_release", responses_before_commit),
-    _mutant("reads-uncommitted-state", "LOG-8", Controller, "_list_reassignments", reads_see_uncommitted_state),
+    _mutant("reads-uncommitted-state", "LOG-8", impl_reassignment, "handle_list_partition_reassignments", reads_see_uncommitted_state),
     _mutant("failover-keeps-uncommitted-tail", "LOG-10", MetadataState, "undo_uncommitted", failover_keeps_uncommitted_tail),
     # LowestAcknowledgedOffset
     _mutant("lao-counts-fenced-brokers", "LAO-1", LeaseManager, "lowest_acknowledged_offset", fenced_brokers_count_for_lao),
@@ -641,53 +660,54 @@ MUTANTS: tuple[Mutant, ...] = (
 
 EDITS: tuple[Mutant, ...] = (
     # AlterIsr
-    _edit("alter-isr-answers-old-partition-epoch", "ISR-1", Controller, "_alter_isr",
+    _edit("alter-isr-answers-old-partition-epoch", "ISR-1", impl_alter_isr, "handle_alter_isr",
           "partition_epoch=partition.partition_epoch,", "partition_epoch=entry.partition_epoch,",
           "An accepted AlterIsr answers the partition epoch the request carried, not the new one."),
-    _edit("alter-isr-broker-epoch-unchecked", "ISR-2", Controller, "_alter_isr",
+    _edit("alter-isr-broker-epoch-unchecked", "ISR-2", impl_alter_isr, "handle_alter_isr",
           "if registration is None or registration.epoch != request.broker_epoch:", "if registration is None:",
           "AlterIsr from a registered broker is handled whatever broker epoch it carries."),
-    _edit("unknown-partition-wrong-error", "ISR-3", Controller, "_alter_partition_isr",
+    _edit("unknown-partition-wrong-error", "ISR-3", impl_alter_isr, "_alter_partition",
           "return Error.UNKNOWN_TOPIC_OR_PARTITION", "return Error.INVALID_REQUEST",
           "AlterIsr for an unknown partition answers INVALID_REQUEST."),
-    _edit("isr-without-leader-accepted", "ISR-7", Controller, "_alter_partition_isr",
-          "            or partition.leader not in new_isr\n", "",
+    _edit("isr-without-leader-accepted", "ISR-7", impl_alter_isr, "_alter_partition",
+          "        or partition.leader not in new_isr\n", "",
           "AlterIsr accepts an ISR that leaves the leader out."),
-    _edit("accepted-isr-change-not-applied", "ISR-9", Controller, "_alter_partition_isr",
-          "self._change(partition, isr=tuple(new_isr))", "pass",
+    _edit("accepted-isr-change-not-applied", "ISR-9", impl_alter_isr, "_alter_partition",
+          "partition_change(controller, partition, isr=tuple(new_isr))", "pass",
           "An accepted AlterIsr writes no partition change."),
-    _edit("removed-leader-not-told-fenced", "ISR-10", Controller, "_alter_isr",
+    _edit("removed-leader-not-told-fenced", "ISR-10", impl_alter_isr, "handle_alter_isr",
           "if partition.leader != request.broker_id:", "if False:",
           "A leader whose AlterIsr completed a reassignment that removed it is answered NONE."),
-    _edit("partition-twice-accepted", "ISR-11", Controller, "_alter_partition_isr",
+    _edit("partition-twice-accepted", "ISR-11", impl_alter_isr, "_alter_partition",
           "if counts[(topic_id, entry.partition_index)] > 1:", "if counts[(topic_id, entry.partition_index)] > 2:",
           "AlterIsr naming a partition twice handles both entries."),
     # heartbeats and leases
-    _edit("late-heartbeat-answers-no-lao", "LAO-2", Controller, "_broker_heartbeat",
-          "return self._status(registration, lease, version, False)", "return self._status(registration, lease, 0, False)",
+    _edit("late-heartbeat-answers-no-lao", "LAO-2", impl_heartbeat, "handle_broker_heartbeat",
+          "return _status(controller, registration, lease, version, False)",
+          "return _status(controller, registration, lease, 0, False)",
           "A heartbeat ignored as late answers LowestAcknowledgedOffset -1."),
-    _edit("version-1-heartbeat-answers-no-lao", "LEASE-2", Controller, "_status",
+    _edit("version-1-heartbeat-answers-no-lao", "LEASE-2", impl_heartbeat, "_status",
           "if version >= 1 else -1", "if version > 1 else -1",
           "A version 1 heartbeat is answered LowestAcknowledgedOffset -1, as version 0 is."),
-    _edit("unknown-broker-heartbeat-wrong-error", "LEASE-3", Controller, "_broker_heartbeat",
+    _edit("unknown-broker-heartbeat-wrong-error", "LEASE-3", impl_heartbeat, "handle_broker_heartbeat",
           "error_code=Error.BROKER_ID_NOT_REGISTERED", "error_code=Error.STALE_BROKER_EPOCH",
           "A heartbeat from an unregistered id answers STALE_BROKER_EPOCH."),
-    _edit("negative-offset-accepted", "LEASE-5", Controller, "_broker_heartbeat",
+    _edit("negative-offset-accepted", "LEASE-5", impl_heartbeat, "handle_broker_heartbeat",
           "if offset < 0:", "if offset < -1:",
           "A heartbeat with CurrentMetadataOffset -1 is accepted."),
-    _edit("caught-up-one-offset-early", "LEASE-9", Controller, "_status",
+    _edit("caught-up-one-offset-early", "LEASE-9", impl_heartbeat, "_status",
           "is_caught_up=lease.metadata_offset > registration.epoch,", "is_caught_up=lease.metadata_offset >= registration.epoch,",
           "IsCaughtUp is said one offset before the broker has applied its own registration."),
-    _edit("unfenced-one-offset-early", "LEASE-10", Controller, "_broker_heartbeat",
+    _edit("unfenced-one-offset-early", "LEASE-10", impl_heartbeat, "handle_broker_heartbeat",
           "elif not request.want_fence and offset > registration.epoch:", "elif not request.want_fence and offset >= registration.epoch:",
           "A fenced broker is unfenced one offset before it has applied its own registration."),
-    _edit("fenced-broker-wanting-fence-unfenced", "LEASE-11", Controller, "_broker_heartbeat",
+    _edit("fenced-broker-wanting-fence-unfenced", "LEASE-11", impl_heartbeat, "handle_broker_heartbeat",
           "elif not request.want_fence and offset > registration.epoch:", "elif offset > registration.epoch:",
           "A caught-up fenced broker is unfenced even while it sets WantFence."),
-    _edit("want-fence-ignored", "LEASE-12", Controller, "_broker_heartbeat",
-          "if request.want_fence:\n                wants_shutdown", "if False:\n                wants_shutdown",
+    _edit("want-fence-ignored", "LEASE-12", impl_heartbeat, "handle_broker_heartbeat",
+          "if request.want_fence:\n            wants_shutdown", "if False:\n            wants_shutdown",
           "An active broker asking to be fenced stays active."),
-    _edit("plain-heartbeat-starts-shutdown", "LEASE-13", Controller, "_broker_heartbeat",
+    _edit("plain-heartbeat-starts-shutdown", "LEASE-13", impl_heartbeat, "handle_broker_heartbeat",
           "elif request.want_shut_down or lease.in_controlled_shutdown:", "else:",
           "An active broker that asks for nothing is put in controlled shutdown."),
     _edit("failover-keeps-old-leases", "LEASE-14", Controller, "failover",
@@ -724,121 +744,123 @@ EDITS: tuple[Mutant, ...] = (
     _edit("sequence-numbers-skip", "RPC-6", Controller, "handle_request",
           "self.next_seq = seq + 1", "self.next_seq = seq + 2",
           "Requests are numbered 0, 2, 4, ... instead of consecutively."),
-    _edit("unsupported-heartbeat-version-accepted", "RPC-2", Controller, "_broker_heartbeat",
+    _edit("unsupported-heartbeat-version-accepted", "RPC-2", impl_heartbeat, "handle_broker_heartbeat",
           "if version not in HEARTBEAT_VERSIONS:", "if version < 0:",
           "A heartbeat of an unsupported version is handled."),
     # membership and registration
     _edit("registration-starts-unfenced", "MEM-1", ClusterControl, "replay_register",
           "record.features, record.rack\n", "record.features, record.rack, False\n",
           "A new registration starts unfenced."),
-    _edit("duplicate-registration-answers-an-epoch", "MEM-6", Controller, "_broker_registration",
+    _edit("duplicate-registration-answers-an-epoch", "MEM-6", impl_registration, "handle_broker_registration",
           "return BrokerRegistrationResponse(error_code=Error.DUPLICATE_BROKER_REGISTRATION)",
           "return BrokerRegistrationResponse(error_code=Error.DUPLICATE_BROKER_REGISTRATION, broker_epoch=existing.epoch)",
           "A refused duplicate registration answers the registered broker's epoch, not -1."),
-    _edit("unregistration-answers-an-error", "MEM-7", Controller, "_unregister_broker",
-          "self.leases.remove(broker_id)\n        return UnregisterBrokerResponse(error_code=Error.NONE)",
-          "self.leases.remove(broker_id)\n        return UnregisterBrokerResponse(error_code=Error.INVALID_REQUEST)",
+    _edit("unregistration-answers-an-error", "MEM-7", impl_registration, "handle_unregister_broker",
+          "controller.leases.remove(broker_id)\n    return UnregisterBrokerResponse(error_code=Error.NONE)",
+          "controller.leases.remove(broker_id)\n    return UnregisterBrokerResponse(error_code=Error.INVALID_REQUEST)",
           "A successful unregistration answers INVALID_REQUEST."),
-    _edit("negative-broker-id-accepted", "REG-1", Controller, "_broker_registration",
+    _edit("negative-broker-id-accepted", "REG-1", impl_registration, "handle_broker_registration",
           "request.broker_id < 0", "request.broker_id < -1",
           "A registration with broker id -1 is accepted."),
-    _edit("cluster-id-unchecked", "REG-2", Controller, "_broker_registration",
-          "if request.cluster_id != self.config.cluster_id:", "if False:",
+    _edit("cluster-id-unchecked", "REG-2", impl_registration, "handle_broker_registration",
+          "if request.cluster_id != controller.config.cluster_id:", "if False:",
           "A registration from another cluster is accepted."),
-    _edit("new-incarnation-keeps-the-epoch", "REG-7", Controller, "_broker_registration",
-          "epoch = self.log_end_offset", "epoch = self.log_end_offset if existing is None else existing.epoch",
+    _edit("new-incarnation-keeps-the-epoch", "REG-7", impl_registration, "handle_broker_registration",
+          "epoch = controller.log_end_offset", "epoch = controller.log_end_offset if existing is None else existing.epoch",
           "A new incarnation of a registered broker keeps its predecessor's epoch."),
-    _edit("registration-elects-the-new-incarnation", "REG-9", Controller, "_broker_registration",
-          "        self.leases.start(broker_id, self.now_ms, fenced=True)\n",
-          "        for partition in self.state.replication.partitions_of(broker_id):\n"
-          "            if partition.leader == NO_LEADER and broker_id in partition.isr:\n"
-          "                self._change(partition, leader=broker_id)\n"
-          "        self.leases.start(broker_id, self.now_ms, fenced=True)\n",
+    _edit("registration-elects-the-new-incarnation", "REG-9", impl_registration, "handle_broker_registration",
+          "    controller.leases.start(broker_id, controller.now_ms, fenced=True)\n",
+          "    from kraftspec.impl.partitions import partition_change\n"
+          "    from kraftspec.impl.replication import NO_LEADER\n"
+          "    for partition in controller.state.replication.partitions_of(broker_id):\n"
+          "        if partition.leader == NO_LEADER and broker_id in partition.isr:\n"
+          "            partition_change(controller, partition, leader=broker_id)\n"
+          "    controller.leases.start(broker_id, controller.now_ms, fenced=True)\n",
           "Registering a new incarnation makes it leader where it is the sole, leaderless in-sync replica."),
-    _edit("unregister-unknown-refused", "UNREG-1", Controller, "_unregister_broker",
-          "if registration is None:\n            return UnregisterBrokerResponse(error_code=Error.NONE)",
-          "if registration is None:\n            return UnregisterBrokerResponse(error_code=Error.BROKER_ID_NOT_REGISTERED)",
+    _edit("unregister-unknown-refused", "UNREG-1", impl_registration, "handle_unregister_broker",
+          "if registration is None:\n        return UnregisterBrokerResponse(error_code=Error.NONE)",
+          "if registration is None:\n        return UnregisterBrokerResponse(error_code=Error.BROKER_ID_NOT_REGISTERED)",
           "Unregistering an unknown broker id answers BROKER_ID_NOT_REGISTERED."),
-    _edit("unregistered-broker-left-in-isrs", "UNREG-2", Controller, "_unregister_broker",
+    _edit("unregistered-broker-left-in-isrs", "UNREG-2", impl_partitions, "unregister_broker",
           "isr=without(partition.isr),", "isr=partition.isr,",
           "Unregistering takes the broker out of the replicas but leaves it in the ISRs."),
     # partitions and controlled shutdown
-    _edit("fenced-broker-eligible", "PART-3", Controller, "_eligible",
-          "        if not self.state.cluster.is_active(broker_id):\n            return False\n", "",
+    _edit("fenced-broker-eligible", "PART-3", impl_partitions, "is_eligible_leader",
+          "    if not controller.state.cluster.is_active(broker_id):\n        return False\n", "",
           "A fenced broker can be elected leader."),
-    _edit("election-picks-the-last-replica", "PART-4", impl_controller, "build_change",
+    _edit("election-picks-the-last-replica", "PART-4", impl_builder, "build_change",
           "else elect(replicas, isr, eligible)", "else elect(tuple(reversed(replicas)), isr, eligible)",
           "Elections pick the last eligible in-sync replica instead of the first."),
-    _edit("fenced-broker-may-not-shut-down", "SHUT-4", Controller, "_broker_heartbeat",
-          "elif request.want_shut_down:\n            should_shut_down = True",
-          "elif request.want_shut_down:\n            should_shut_down = False",
+    _edit("fenced-broker-may-not-shut-down", "SHUT-4", impl_heartbeat, "handle_broker_heartbeat",
+          "elif request.want_shut_down:\n        should_shut_down = True",
+          "elif request.want_shut_down:\n        should_shut_down = False",
           "A fenced broker asking to shut down is not let go."),
-    _edit("shutting-down-broker-eligible", "SHUT-5", Controller, "_eligible",
+    _edit("shutting-down-broker-eligible", "SHUT-5", impl_partitions, "is_eligible_leader",
           "return lease is None or not lease.in_controlled_shutdown", "return True",
           "A broker in controlled shutdown can be elected leader."),
-    _edit("should-shut-down-said-to-a-leader", "SHUT-6", Controller, "_broker_heartbeat",
-          "should_shut_down = self._controlled_shutdown(broker_id)",
-          "should_shut_down = self._controlled_shutdown(broker_id) or request.want_shut_down",
+    _edit("should-shut-down-said-to-a-leader", "SHUT-6", impl_heartbeat, "handle_broker_heartbeat",
+          "should_shut_down = controlled_shutdown(controller, broker_id)",
+          "should_shut_down = controlled_shutdown(controller, broker_id) or request.want_shut_down",
           "A broker asking to shut down is told ShouldShutDown while it still leads."),
     # reassignment
-    _edit("failed-reassignment-top-level-error", "REASSIGN-1", Controller, "_alter_reassignments",
+    _edit("failed-reassignment-top-level-error", "REASSIGN-1", impl_reassignment, "handle_alter_partition_reassignments",
           "return AlterPartitionReassignmentsResponse(error_code=Error.NONE, responses=tuple(responses))",
           "return AlterPartitionReassignmentsResponse(error_code=Error.NONE if any(p.error_code == Error.NONE "
           "for t in responses for p in t.partitions) else Error.INVALID_REQUEST, responses=tuple(responses))",
           "A reassignment request whose every partition fails gets a top-level error."),
-    _edit("unknown-partition-reassignment-wrong-error", "REASSIGN-2", Controller, "_alter_reassignments",
+    _edit("unknown-partition-reassignment-wrong-error", "REASSIGN-2", impl_reassignment, "handle_alter_partition_reassignments",
           "error = Error.UNKNOWN_TOPIC_OR_PARTITION", "error = Error.INVALID_REQUEST",
           "Reassigning an unknown partition answers INVALID_REQUEST."),
-    _edit("reassignment-to-unregistered-broker-accepted", "REASSIGN-3", Controller, "_alter_reassignments",
+    _edit("reassignment-to-unregistered-broker-accepted", "REASSIGN-3", impl_reassignment, "handle_alter_partition_reassignments",
           "or any(b not in brokers for b in target)", "or any(b < 0 for b in target)",
           "A reassignment to a broker id that is not registered is accepted."),
-    _edit("subset-reassignment-not-immediate", "REASSIGN-5", impl_controller, "build_change",
+    _edit("subset-reassignment-not-immediate", "REASSIGN-5", impl_builder, "build_change",
           "if (adding or removing) and reassignment_complete(", "if adding and reassignment_complete(",
           "A reassignment that only removes replicas waits instead of completing at once."),
-    _edit("completion-keeps-removed-in-isr", "REASSIGN-7", impl_controller, "build_change",
+    _edit("completion-keeps-removed-in-isr", "REASSIGN-7", impl_builder, "build_change",
           "isr = tuple(b for b in isr if b not in removing)", "isr = isr",
           "A completed reassignment leaves the removed replicas in the ISR."),
-    _edit("cancel-keeps-adding-in-isr", "REASSIGN-8", Controller, "_cancel_reassignment",
+    _edit("cancel-keeps-adding-in-isr", "REASSIGN-8", impl_reassignment, "cancel_reassignment",
           "isr = tuple(b for b in partition.isr if b not in adding)", "isr = partition.isr",
           "Cancelling a reassignment leaves the adding replicas in the ISR."),
-    _edit("new-target-refused-while-reassigning", "REASSIGN-9", Controller, "_alter_reassignments",
-          "                    else:\n                        error = Error.NONE\n",
-          "                    elif partition.reassigning:\n                        error = Error.INVALID_REQUEST\n"
-          "                    else:\n                        error = Error.NONE\n",
+    _edit("new-target-refused-while-reassigning", "REASSIGN-9", impl_reassignment, "handle_alter_partition_reassignments",
+          "                else:\n                    error = Error.NONE\n",
+          "                elif partition.reassigning:\n                    error = Error.INVALID_REQUEST\n"
+          "                else:\n                    error = Error.NONE\n",
           "A new target for a partition already reassigning is refused instead of replacing it."),
-    _edit("list-ignores-partition-indexes", "REASSIGN-10", Controller, "_list_reassignments",
+    _edit("list-ignores-partition-indexes", "REASSIGN-10", impl_reassignment, "handle_list_partition_reassignments",
           "if wanted is not None and partition_id not in wanted.get(name, ()):", "if wanted is not None and name not in wanted:",
           "ListPartitionReassignments lists every partition of a named topic, whatever indexes were asked for."),
-    _edit("reassigning-topic-not-deleted", "REASSIGN-12", Controller, "_delete_topics",
-          "            else:\n                results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))",
-          "            elif any(p.reassigning for p in topic.partitions):\n"
-          "                results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.INVALID_REQUEST))\n"
-          "            else:\n                results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))",
+    _edit("reassigning-topic-not-deleted", "REASSIGN-12", impl_topics, "handle_delete_topics",
+          "        else:\n            results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))",
+          "        elif any(p.reassigning for p in topic.partitions):\n"
+          "            results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.INVALID_REQUEST))\n"
+          "        else:\n            results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))",
           "Deleting a topic with a reassignment in progress is refused."),
     # topics
-    _edit("created-topic-id-withheld", "TOPIC-1", Controller, "_create_topics",
+    _edit("created-topic-id-withheld", "TOPIC-1", impl_topics, "handle_create_topics",
           "topic_id=topic.topic_id if records else ZERO_UUID", "topic_id=ZERO_UUID",
           "A created topic's result carries the zero topic id."),
-    _edit("illegal-topic-name-accepted", "TOPIC-2", Controller, "_plan_topic",
+    _edit("illegal-topic-name-accepted", "TOPIC-2", impl_topics, "create_topic",
           " and set(name) <= _LEGAL_NAME_CHARS", "",
           "A topic name with characters outside [a-zA-Z0-9._-] is accepted."),
-    _edit("assignment-to-unregistered-broker-accepted", "TOPIC-3", Controller, "_plan_topic",
+    _edit("assignment-to-unregistered-broker-accepted", "TOPIC-3", impl_topics, "create_topic",
           "or any(b not in brokers for b in replicas)", "or any(b < 0 for b in replicas)",
           "An explicit assignment naming an unregistered broker is accepted."),
-    _edit("new-partition-isr-holds-every-replica", "TOPIC-5", Controller, "_plan_topic",
-          "isrs = [tuple(b for b in replicas if self._eligible(b)) for replicas in assignment]",
+    _edit("new-partition-isr-holds-every-replica", "TOPIC-5", impl_topics, "create_topic",
+          "isrs = [tuple(b for b in replicas if is_eligible_leader(controller, b)) for replicas in assignment]",
           "isrs = [tuple(replicas) for replicas in assignment]",
           "A new partition's ISR is every replica, eligible or not."),
-    _edit("partition-records-in-reverse-order", "TOPIC-6", Controller, "_plan_topic",
+    _edit("partition-records-in-reverse-order", "TOPIC-6", impl_topics, "create_topic",
           "in enumerate(zip(assignment, isrs, strict=True)):", "in reversed(list(enumerate(zip(assignment, isrs, strict=True)))):",
           "A created topic's PartitionRecords come in reverse index order."),
-    _edit("unequal-replica-counts-accepted", "TOPIC-9", Controller, "_plan_topic",
+    _edit("unequal-replica-counts-accepted", "TOPIC-9", impl_topics, "create_topic",
           "if len({len(replicas) for replicas in by_index.values()}) != 1:", "if False:",
           "An explicit assignment whose partitions have different replica counts is accepted."),
-    _edit("records-of-earlier-topics-not-counted", "TOPIC-11", Controller, "_create_topics",
+    _edit("records-of-earlier-topics-not-counted", "TOPIC-11", impl_topics, "handle_create_topics",
           "room -= len(records)", "room -= 0",
           "The records of a request's earlier topics do not count against its bound: two topics of 6,000 partitions are created."),
-    _edit("delete-resolves-uncommitted-names", "TOPIC-10", Controller, "_delete_topics",
+    _edit("delete-resolves-uncommitted-names", "TOPIC-10", impl_topics, "handle_delete_topics",
           "committed_id = replication.committed_topic_id(name)",
           "committed_id = replication.topics_by_name[name].topic_id if name in replication.topics_by_name else None",
           "DeleteTopics resolves names against the in-memory state, uncommitted topics included."),

@@ -79,18 +79,20 @@ from attrs import asdict, frozen
 from .mutation import CORPUS, REPOSITORY, corpus_traces
 
 TARGETS = (
-    "impl/controller.py", "impl/leases.py", "impl/builder.py", "impl/replication.py", "impl/cluster.py",
+    "impl/controller.py", "impl/registration.py", "impl/heartbeat.py", "impl/alter_isr.py", "impl/reassignment.py",
+    "impl/topics.py", "impl/partitions.py", "impl/leases.py", "impl/builder.py", "impl/replication.py", "impl/cluster.py",
     "impl/state.py", "impl/journal.py",
     "model/registration.py", "model/heartbeat.py", "model/alter_isr.py", "model/reassignment.py",
     "model/topics.py", "model/partitions.py", "model/log.py", "model/controller.py",
     "model/replay.py",
 )
-"""The files swept by default: impl's decisions and in-memory state, and the model's handlers.
-Not swept: impl/codec.py (a code generator: its functions run once, at import, and the codec is
-checked byte for byte by tests/test_impl_codec.py), impl/storage.py (the disk format and its
-recovery from damage: the corpus's replay on disk drives only its ordinary path, and
-tests/test_impl_storage.py, test_impl_recovery.py and test_torn_writes.py check the rest), the
-message and record classes,
+"""The files swept by default: impl's event loop, handlers, decisions and in-memory state, and the model's handlers.
+Not swept: the codec, impl/codec.py, wire.py and codegen.py (a code generator: its functions run
+once, at import, and the codec is checked byte for byte by tests/test_impl_codec.py), the storage
+layer, impl/storage.py and its parts (disk_files.py, batch_format.py, log_directory.py,
+disk_log.py, snapshot_store.py, rebuild.py: the disk format and its recovery from damage; the
+corpus's replay on disk drives only its ordinary path, and tests/test_impl_storage.py,
+test_impl_recovery.py and test_torn_writes.py check the rest), the message and record classes,
 and the model's invariants, framing, broker and tools (checkers and formats, not decisions), and
 model/membership.py (two queries, for ``kraftspec explain`` and tests/test_leases.py, that no
 handler calls: nothing a controller does depends on them)."""

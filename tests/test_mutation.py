@@ -580,7 +580,7 @@ def test_every_rule_that_decides_something_has_a_hand_written_mutant():
 def test_sweep_mutants_are_applied_in_memory_everywhere_and_removed():
     from kraftspec.conformance import mutation_sweep as ms
     from kraftspec.impl import builder
-    from kraftspec.impl import controller as impl_controller
+    from kraftspec.impl import partitions as impl_partitions
 
     found = ms.mutants_of("impl/builder.py", ms.source_of("impl/builder.py"))
     assert {"comparison", "statement", "return", "boolean"} <= {m.operator for m in found}
@@ -591,7 +591,7 @@ def test_sweep_mutants_are_applied_in_memory_everywhere_and_removed():
     with ms.applied(m):
         assert builder.reassignment_complete is not original
         assert builder.reassignment_complete((3, 4), (3,), (4,), ()) is True
-        assert impl_controller.build_change.__globals__["reassignment_complete"] is builder.reassignment_complete
+        assert impl_partitions.build_change.__globals__["reassignment_complete"] is builder.reassignment_complete
     assert builder.reassignment_complete is original
     assert "if broker_id not in isr:" in ms.source_of("impl/builder.py")  # the file was never written
 
@@ -809,44 +809,44 @@ def no_finalized_features(c):
 
 
 SWEEP_WITNESSES = {
-    registration_offset_minus_two: (None, [("impl/controller.py:Controller._broker_registration:14", "1 -> 2")]),
+    registration_offset_minus_two: (None, [("impl/registration.py:handle_broker_registration:14", "1 -> 2")]),
     registration_feature_below_zero: (None, [(
-        "impl/controller.py:Controller._broker_registration:18",
+        "impl/registration.py:handle_broker_registration:18",
         "f.min_supported_version < 0 or f.min_supported_version > f.max_supported_version -> "
         "f.min_supported_version < 0 and f.min_supported_version > f.max_supported_version")]),
-    registration_retry_is_contact: (None, [("impl/controller.py:Controller._broker_registration:34", "self.leases.touch(broker_id, self.now_ms) -> pass")]),
-    heartbeat_offset_zero: (None, [("impl/controller.py:Controller._broker_heartbeat:13", "offset < 0 -> offset <= 0"),
-                                   ("impl/controller.py:Controller._broker_heartbeat:15", "0 -> 1")]),
-    alter_isr_after_a_completed_reassignment: (None, [("impl/controller.py:Controller._alter_isr:26", "continue -> break")]),
+    registration_retry_is_contact: (None, [("impl/registration.py:handle_broker_registration:34", "controller.leases.touch(broker_id, controller.now_ms) -> pass")]),
+    heartbeat_offset_zero: (None, [("impl/heartbeat.py:handle_broker_heartbeat:13", "offset < 0 -> offset <= 0"),
+                                   ("impl/heartbeat.py:handle_broker_heartbeat:15", "0 -> 1")]),
+    alter_isr_after_a_completed_reassignment: (None, [("impl/alter_isr.py:handle_alter_isr:26", "continue -> break")]),
     another_cluster_and_session: (Config(cluster_id="AnotherClusterIdAAAAAA", session_timeout_ms=9_000),
                                   [("impl/controller.py:Controller.__init__:1", "config or ControllerConfig() -> config and ControllerConfig()")]),
     unfencing_elects_only_where_it_is_in_sync: (None, [(
-        "impl/controller.py:Controller._unfence:2",
+        "impl/partitions.py:unfence_broker:2",
         "partition.leader == NO_LEADER and broker_id in partition.isr -> partition.leader == NO_LEADER or broker_id in partition.isr")]),
-    alter_isr_stale_leader_epoch: (None, [("impl/controller.py:Controller._alter_partition_isr:11", "return Error.FENCED_LEADER_EPOCH -> return None")]),
+    alter_isr_stale_leader_epoch: (None, [("impl/alter_isr.py:_alter_partition:11", "return Error.FENCED_LEADER_EPOCH -> return None")]),
     alter_isr_names_a_broker_outside_the_replicas: (None, [(
-        "impl/controller.py:Controller._alter_partition_isr:24", "any((b not in replicas for b in new_isr)) -> all((b not in replicas for b in new_isr))")]),
+        "impl/alter_isr.py:_alter_partition:24", "any((b not in replicas for b in new_isr)) -> all((b not in replicas for b in new_isr))")]),
     create_topics_at_the_name_limits: (None, [
-        ("impl/controller.py:Controller._plan_topic:6", "0 < len(name) <= MAX_TOPIC_NAME -> 0 < len(name) < MAX_TOPIC_NAME"),
-        ("impl/controller.py:Controller._plan_topic:10", "set(name) <= _LEGAL_NAME_CHARS -> set(name) < _LEGAL_NAME_CHARS")]),
+        ("impl/topics.py:create_topic:6", "0 < len(name) <= MAX_TOPIC_NAME -> 0 < len(name) < MAX_TOPIC_NAME"),
+        ("impl/topics.py:create_topic:10", "set(name) <= _LEGAL_NAME_CHARS -> set(name) < _LEGAL_NAME_CHARS")]),
     create_topics_refusals_one_cause_each: (None, [
-        ("impl/controller.py:Controller._plan_topic:21", "topic.topic_id == ZERO_UUID or topic.topic_id in replication.topics or topic.topic_id in taken -> "
+        ("impl/topics.py:create_topic:21", "topic.topic_id == ZERO_UUID or topic.topic_id in replication.topics or topic.topic_id in taken -> "
                                       "topic.topic_id == ZERO_UUID and topic.topic_id in replication.topics and (topic.topic_id in taken)"),
-        ("impl/controller.py:Controller._plan_topic:27", "topic.num_partitions != -1 or topic.replication_factor != -1 -> "
+        ("impl/topics.py:create_topic:27", "topic.num_partitions != -1 or topic.replication_factor != -1 -> "
                                       "topic.num_partitions != -1 and topic.replication_factor != -1"),
-        ("impl/controller.py:Controller._plan_topic:38", "len(by_index) != len(topic.assignments) or sorted(by_index) != list(range(len(by_index))) -> "
+        ("impl/topics.py:create_topic:38", "len(by_index) != len(topic.assignments) or sorted(by_index) != list(range(len(by_index))) -> "
                                       "len(by_index) != len(topic.assignments) and sorted(by_index) != list(range(len(by_index)))"),
-        ("impl/controller.py:Controller._create_topics:12", "taken.add(topic.topic_id) -> pass")]),
+        ("impl/topics.py:handle_create_topics:12", "taken.add(topic.topic_id) -> pass")]),
     refusals_reached_by_no_other_trace: (None, [
         ("model/topics.py:create_topic:13", "return (Error.INVALID_REQUEST, []) -> return None"),
         ("model/topics.py:placement_error:4", "return Error.INVALID_PARTITIONS -> return None"),
         ("model/topics.py:topic_to_delete:9", "return (Error.UNKNOWN_TOPIC_ID, ZERO_UUID) -> return None"),
         ("model/reassignment.py:cancel_reassignment:6", "return (Error.INVALID_REPLICA_ASSIGNMENT, None) -> return None"),
-        ("impl/controller.py:Controller._plan_topic:25", "return (Error.INVALID_REQUEST, []) -> return None"),
-        ("impl/controller.py:Controller._plan_topic:58", "return (Error.INVALID_PARTITIONS, []) -> return None"),
-        ("impl/controller.py:Controller._delete_topics:18",
+        ("impl/topics.py:create_topic:25", "return (Error.INVALID_REQUEST, []) -> return None"),
+        ("impl/topics.py:create_topic:58", "return (Error.INVALID_PARTITIONS, []) -> return None"),
+        ("impl/topics.py:handle_delete_topics:18",
          "results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.UNKNOWN_TOPIC_ID)) -> pass"),
-        ("impl/controller.py:Controller._cancel_reassignment:8", "return Error.INVALID_REPLICA_ASSIGNMENT -> return None")]),
+        ("impl/reassignment.py:cancel_reassignment:8", "return Error.INVALID_REPLICA_ASSIGNMENT -> return None")]),
     reassignment_listed_through_snapshot_delete_and_failover: (None, [
         ("impl/replication.py:ReplicationControl._index:7", "if partition.reassigning: ... -> if not partition.reassigning: ..."),
         ("impl/replication.py:ReplicationControl._index:8", "self.reassigning.add(partition) -> pass"),
@@ -858,7 +858,7 @@ SWEEP_WITNESSES = {
     topic_created_uncommitted_then_failover: (None, [("impl/replication.py:ReplicationControl.restore:8", "del self.topics[topic_id] -> pass")]),
     committed_topics_in_name_order: (None, [("impl/replication.py:ReplicationControl.committed_partitions:41", "0 -> 1")]),
     listing_some_topics_skips_the_others: (None, [
-        ("impl/controller.py:Controller._list_reassignments:15", "continue -> break"),
+        ("impl/reassignment.py:handle_list_partition_reassignments:15", "continue -> break"),
         ("model/reassignment.py:handle_list_partition_reassignments:12", "continue -> break")]),
     no_finalized_features: (Config(finalized_features=()), [("impl/controller.py:Controller.__init__:14", "0 -> 1"),
                                                             ("impl/controller.py:Controller.__init__:13", "self.committed_offset = 0 -> pass")]),

@@ -41,6 +41,7 @@ from hypothesis.stateful import (
 from cluster import incarnation
 from kraftspec.conformance.jsonform import to_json
 from kraftspec.conformance.lockstep import Lockstep, response_version
+from kraftspec.impl import alter_isr as impl_alter_isr
 from kraftspec.impl.controller import Controller
 from kraftspec.impl.leases import LeaseManager
 from kraftspec.model import Commit, Failover, TakeSnapshot, Tick, step
@@ -545,7 +546,7 @@ def committed_batches_kept(original):
     ("owner", "name", "breakage"),
     [
         (LeaseManager, "expired", expiry_one_millisecond_late),
-        (Controller, "_alter_partition_isr", leader_epoch_unchecked),
+        (impl_alter_isr, "_alter_partition", leader_epoch_unchecked),
         (Controller, "_commit_to", committed_batches_kept),
     ],
     ids=["lease expiry one millisecond late", "AlterIsr leader epoch unchecked", "committed batches kept as uncommitted"],

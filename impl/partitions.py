@@ -1,0 +1,116 @@
+"""Partitions: who may lead, and the partition changes of fencing, unfencing, unregistering and
+controlled shutdown (PART-3 to PART-8, SHUT-2). model/partitions.py's counterpart.
+
+Every change goes through :func:`partition_change`, which hands it to the one builder
+(builder.py: completion of a reassignment, election, the record) and adds the record to the
+request's batch. A change walks only the broker's own partitions, from the replication index,
+in partition order (PART-5).
+
+Like every handler module, these functions take the active controller (controller.py) and act on
+its state, leases and open batch.
+"""
+
+from __future__ import annotations
+
+from types import MethodType
+from typing import TYPE_CHECKING
+
+from .builder import build_change, elect
+from .messages import FenceBrokerRecord, UnfenceBrokerRecord, UnregisterBrokerRecord
+from .replication import NO_LEADER, Partition
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+
+# ---- who may lead --------------------------------------------------------------------------
+
+
+def stays_leader(controller: Controller, broker_id: int) -> bool:
+    """PART-3: a leader stays while registered and unfenced."""
+    return controller.state.cluster.is_active(broker_id)
+
+
+def is_eligible_leader(controller: Controller, broker_id: int) -> bool:
+    """PART-3: registered, unfenced, not in controlled shutdown."""
+    if not controller.state.cluster.is_active(broker_id):
+        return False
+    lease = controller.leases.leases.get(broker_id)
+    return lease is None or not lease.in_controlled_shutdown
+
+
+def partition_change(controller: Controller, partition: Partition, stays=None, eligible=None, **lists) -> None:
+    """Build a partition change with the one builder and add it to the batch, if anything changes.
+    ``stays`` and ``eligible`` default to PART-3's predicates on the controller (bound, as methods
+    are: the builder calls them with a broker id alone)."""
+    record = build_change(
+        partition, stays or MethodType(stays_leader, controller), eligible or MethodType(is_eligible_leader, controller), **lists
+    )
+    if record is not None:
+        controller._add(record)
+
+
+def predicates_without(controller: Controller, broker_id: int):
+    """The predicates of PART-3 for changes that take ``broker_id`` out (fencing, unregistering)."""
+    return (
+        (lambda b: b != broker_id and stays_leader(controller, b)),
+        (lambda b: b != broker_id and is_eligible_leader(controller, b)),
+    )
+
+
+# ---- fencing, unfencing, unregistering, controlled shutdown ----------------------------------
+
+
+def fence_broker(controller: Controller, broker_id: int) -> None:
+    """PART-6: out of every ISR but a sole place, out of leadership; then the FenceBrokerRecord."""
+    epoch = controller.state.cluster.brokers[broker_id].epoch
+    stays, eligible = predicates_without(controller, broker_id)
+    for partition in controller.state.replication.partitions_of(broker_id):
+        isr = partition.isr
+        if broker_id not in isr:
+            continue
+        new_isr = isr if len(isr) == 1 else tuple(b for b in isr if b != broker_id)
+        partition_change(controller, partition, stays, eligible, isr=new_isr)
+    controller._add(FenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch))
+
+
+def unfence_broker(controller: Controller, broker_id: int) -> None:
+    """LEASE-10 and PART-7: the UnfenceBrokerRecord, then elections where it is in sync and nobody leads."""
+    controller._add(UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=controller.state.cluster.brokers[broker_id].epoch))
+    for partition in controller.state.replication.partitions_of(broker_id):
+        if partition.leader == NO_LEADER and broker_id in partition.isr:
+            partition_change(controller, partition)
+
+
+def unregister_broker(controller: Controller, broker_id: int) -> None:
+    """PART-8 and UNREG-2: the broker leaves every list of every partition, then the
+    UnregisterBrokerRecord."""
+    epoch = controller.state.cluster.brokers[broker_id].epoch
+    stays, eligible = predicates_without(controller, broker_id)
+
+    def without(brokers):
+        return tuple(x for x in brokers if x != broker_id)
+
+    for partition in controller.state.replication.partitions_of(broker_id):
+        partition_change(
+            controller,
+            partition,
+            stays,
+            eligible,
+            replicas=without(partition.replicas),
+            isr=without(partition.isr),
+            removing=without(partition.removing_replicas),
+            adding=without(partition.adding_replicas),
+        )
+    controller._add(UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=epoch))
+
+
+def move_leaderships(controller: Controller, broker_id: int) -> None:
+    """SHUT-2: each partition the broker leads goes to its first eligible in-sync replica, if any
+    (the broker is in controlled shutdown already, so not eligible itself: SHUT-5)."""
+    eligible = MethodType(is_eligible_leader, controller)
+    for partition in controller.state.replication.partitions_of(broker_id):
+        if partition.leader == broker_id:
+            new_leader = elect(partition.replicas, partition.isr, eligible)
+            if new_leader != NO_LEADER:
+                partition_change(controller, partition, leader=new_leader)

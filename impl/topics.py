@@ -1,0 +1,115 @@
+"""CreateTopics and DeleteTopics (TOPIC-1 to TOPIC-11, REASSIGN-12). model/topics.py's counterpart."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import Error
+from .messages import ZERO_UUID, CreateTopicsResponse, DeleteTopicsResponse, PartitionRecord, RemoveTopicRecord, TopicRecord
+from .partitions import is_eligible_leader
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+MAX_TOPIC_NAME = 249
+MAX_RECORDS_PER_REQUEST = 10_000  # TOPIC-11: the records one CreateTopics may append (Kafka's bound per operation)
+_LEGAL_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def handle_create_topics(controller: Controller, request, version: int):
+    """TOPIC-1 to TOPIC-6, TOPIC-9 and TOPIC-11: every topic is planned first, and its records are
+    added only once the whole request is known to fit in one operation."""
+    result = CreateTopicsResponse.CreatableTopicResult
+    seen: set[str] = set()
+    taken: set = set()  # the ids of the topics planned before, as the image would have them
+    plans, room = [], MAX_RECORDS_PER_REQUEST
+    for topic in request.topics:
+        first = topic.name not in seen
+        seen.add(topic.name)
+        error, records = create_topic(controller, topic, first, taken, room)
+        if error == Error.POLICY_VIOLATION:  # TOPIC-11: refused as a whole, nothing written
+            return CreateTopicsResponse(topics=tuple(
+                result(name=t.name, topic_id=ZERO_UUID, error_code=Error.POLICY_VIOLATION) for t in request.topics))
+        if records:
+            taken.add(topic.topic_id)
+            room -= len(records)
+        plans.append((topic, error, records))
+    results = []
+    for topic, error, records in plans:
+        for record in records:
+            controller._add(record)
+        results.append(result(name=topic.name, topic_id=topic.topic_id if records else ZERO_UUID, error_code=error))
+    return CreateTopicsResponse(topics=tuple(results))
+
+
+def create_topic(controller: Controller, topic, first: bool, taken: set, room: int) -> tuple[int, list]:
+    """One topic's error and records, when the request may still append ``room`` records."""
+    name = topic.name
+    if not (0 < len(name) <= MAX_TOPIC_NAME and name not in (".", "..") and set(name) <= _LEGAL_NAME_CHARS):
+        return Error.INVALID_TOPIC_EXCEPTION, []
+    if not first:
+        return Error.INVALID_REQUEST, []
+    replication, brokers = controller.state.replication, controller.state.cluster.brokers
+    if name in replication.topics_by_name:
+        return Error.TOPIC_ALREADY_EXISTS, []
+    if topic.topic_id == ZERO_UUID or topic.topic_id in replication.topics or topic.topic_id in taken:
+        return Error.INVALID_REQUEST, []
+    by_count = topic.num_partitions != -1 or topic.replication_factor != -1
+    if bool(topic.assignments) == by_count:
+        return Error.INVALID_REQUEST, []
+    if topic.assignments:  # TOPIC-3
+        by_index = {a.partition_index: tuple(a.broker_ids) for a in topic.assignments}
+        if len(by_index) != len(topic.assignments) or sorted(by_index) != list(range(len(by_index))):
+            return Error.INVALID_REPLICA_ASSIGNMENT, []
+        for replicas in by_index.values():
+            if not replicas or len(set(replicas)) != len(replicas) or any(b not in brokers for b in replicas):
+                return Error.INVALID_REPLICA_ASSIGNMENT, []
+        if len({len(replicas) for replicas in by_index.values()}) != 1:  # TOPIC-9
+            return Error.INVALID_REPLICA_ASSIGNMENT, []
+        count, no_isr = len(by_index), Error.INVALID_REPLICA_ASSIGNMENT
+    else:  # TOPIC-4
+        if topic.num_partitions < 1:
+            return Error.INVALID_PARTITIONS, []
+        if not 1 <= topic.replication_factor <= len(brokers):
+            return Error.INVALID_REPLICATION_FACTOR, []
+        count, no_isr = topic.num_partitions, Error.INVALID_REPLICATION_FACTOR
+    if 1 + count > room:  # TOPIC-11: counted before anything is placed
+        return Error.POLICY_VIOLATION, []
+    if topic.assignments:
+        assignment = [by_index[i] for i in range(count)]
+    else:
+        ids = sorted(brokers)
+        n = len(ids)
+        assignment = [tuple(ids[(p + j) % n] for j in range(topic.replication_factor)) for p in range(count)]
+    isrs = [tuple(b for b in replicas if is_eligible_leader(controller, b)) for replicas in assignment]  # TOPIC-5
+    if not all(isrs):
+        return no_isr, []
+    records = [TopicRecord(topic_name=name, topic_id=topic.topic_id)]
+    for partition_id, (replicas, isr) in enumerate(zip(assignment, isrs, strict=True)):
+        records.append(PartitionRecord(
+            partition_id=partition_id, topic_id=topic.topic_id, replicas=replicas, isr=isr,
+            removing_replicas=(), adding_replicas=(), leader=isr[0], leader_epoch=0, partition_epoch=0,
+        ))
+    return Error.NONE, records
+
+
+def handle_delete_topics(controller: Controller, request, version: int):
+    """TOPIC-7, TOPIC-10, REASSIGN-12."""
+    result = DeleteTopicsResponse.DeletableTopicResult
+    replication = controller.state.replication
+    seen: set[str] = set()
+    results = []
+    for name in request.topic_names:
+        committed_id = replication.committed_topic_id(name)  # TOPIC-10: names resolve against committed state
+        topic = None if committed_id is None else replication.topics.get(committed_id)
+        if name in seen:
+            results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.INVALID_REQUEST))
+        elif committed_id is None:
+            results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.UNKNOWN_TOPIC_OR_PARTITION))
+        elif topic is None or topic.name != name:  # an uncommitted deletion already removed it
+            results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.UNKNOWN_TOPIC_ID))
+        else:
+            results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))
+            controller._add(RemoveTopicRecord(topic_id=topic.topic_id))
+        seen.add(name)
+    return DeleteTopicsResponse(responses=tuple(results))
