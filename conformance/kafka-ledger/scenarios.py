@@ -1,0 +1,264 @@
+"""The scenario behind each trace of this folder: one shrunk kafka-profile trace per row of part B of
+spec/kafka.md that a trace can show (README.md lists them with their rows and outcomes).
+
+Each trace is recorded from kraftspec's model under the kafka profile and replayed against Apache
+Kafka's controller, where it parts from Kafka at the step the README gives.
+
+    python conformance/kafka-ledger/scenarios.py DIR    # writes every ledger trace into DIR
+
+tests/test_kafka_ledger.py records each scenario again and checks that the stored trace is the same,
+so a change of the model that touches a row shows there first.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from uuid import UUID
+
+from kraftspec.conformance.scenario import FEATURES, Scenario, incarnation, scripted, topic_id
+from kraftspec.conformance.trace import Trace
+from kraftspec.model import Config, Failover
+from kraftspec.model.messages import (
+    AlterIsrRequest,
+    AlterIsrTopic,
+    AlterPartitionReassignmentsRequest,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    CreatableTopic,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    Feature,
+    ListPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
+
+
+def _kafka(**settings) -> Scenario:
+    return Scenario(Config.for_profile("kafka", **settings))
+
+
+def _register(s: Scenario, broker_id: int, generation: int = 0, features=FEATURES, offset: int = -1,
+              incarnation_id: UUID | None = None) -> Scenario:
+    """A registration, not committed."""
+    incarnation_id = incarnation_id or incarnation(broker_id, generation)
+    return s.send(BrokerRegistrationRequest(broker_id, s.config.cluster_id, incarnation_id, offset, features=features))
+
+
+def _fenced_heartbeat(s: Scenario, broker_id: int) -> Scenario:
+    """A caught-up heartbeat that asks to stay fenced (WantFence), committed."""
+    offset = s.state.committed_offset - 1  # the kafka profile's unit: the highest offset applied (DEC-2)
+    s.send(BrokerHeartbeatRequest(broker_id, s.epoch(broker_id), offset, True, False))
+    return s.commit()
+
+
+def _reassign(s: Scenario, name: str, replicas) -> Scenario:
+    request = AlterPartitionReassignmentsRequest([ReassignableTopic(name, [ReassignablePartition(0, replicas)])])
+    return s.send(request).commit()
+
+
+def negative_broker_id_registered() -> Scenario:
+    """B1 (REG-1): a registration with broker id -1. REG-1 refuses it INVALID_REQUEST; Kafka checks
+    no range and registers it (the next placement then loops: conformance/kafka-findings)."""
+    return _register(_kafka(), -1, incarnation_id=UUID(int=0xFF01))
+
+
+def kafka_19047_reregister_after_shutdown() -> Scenario:
+    """B2 (DEC-6, KAFKA-19047): broker 1, active and leading nothing, asks to shut down and is let go
+    with ShouldShutDown; a new incarnation registers at once. kraftspec accepts it; Kafka keeps the
+    old session and refuses it DUPLICATE_BROKER_REGISTRATION."""
+    s = _kafka().start_brokers(1)
+    s.heartbeat(1, want_shut_down=True)
+    return _register(s, 1, 1)
+
+
+def kafka_19130_fenced_claim_after_failover() -> Scenario:
+    """B3 (LEASE-14, DEC-6, KAFKA-19130): broker 1 registers and stays fenced; the controller fails
+    over; a new incarnation of broker 1 registers. A fenced broker holds no claim after a failover,
+    as in Kafka 4.1.0 and later; 4.0.x gives it a session at activation and refuses the new one."""
+    s = _kafka().register(1)
+    s.send(Failover())
+    return _register(s, 1, 1)
+
+
+def registration_without_metadata_version() -> Scenario:
+    """B4 (DEC-23, REG-5): a registration that lists no features. kraftspec: UNSUPPORTED_VERSION for
+    the finalized metadata.format; Kafka: INVALID_REGISTRATION, as it lists no metadata.version."""
+    return _register(_kafka(), 1, features=())
+
+
+def registration_offset_below_minus_one() -> Scenario:
+    """B5 (REG-1, DEC-2): a registration whose CurrentMetadataOffset is -2. REG-1 refuses it; Kafka's
+    registration has no such field, and registers the broker."""
+    return _register(_kafka(), 1, offset=-2)
+
+
+def amend_of_unfenced_broker_one_record_more() -> Scenario:
+    """B6 (DEC-5, DEC-22, REG-3): broker 1, unfenced, retries its registration; the amend writes a
+    RegisterBrokerRecord and, as seed 000's record has no Fenced field, an UnfenceBrokerRecord; Kafka
+    writes the one record. Broker 2's epoch, the next offset, differs by one."""
+    s = _kafka().start_brokers(1)
+    _register(s, 1).commit()
+    return s.register(2)
+
+
+def expiry_fences_one_broker_per_run() -> Scenario:
+    """B7 (DEC-25, LEASE-8): brokers 1 and 2 are active and both sessions lapse by the same tick.
+    kraftspec fences both; Kafka's periodic task fences one per run, so broker 2 is still unfenced
+    and takes the partition that kraftspec refuses INVALID_REPLICATION_FACTOR."""
+    s = _kafka().start_brokers(1, 2)
+    s.tick(s.config.session_timeout_ms + 1)
+    return s.send(CreateTopicsRequest([CreatableTopic("t", topic_id("t"), 1, 1)])).commit()
+
+
+def expiry_refences_a_fenced_broker() -> Scenario:
+    """B7 (DEC-25, LEASE-8): broker 1 registers and heartbeats while fenced (WantFence), then falls
+    silent. When its session lapses, Kafka fences it again, a redundant record kraftspec does not
+    write, so broker 2's epoch differs by one."""
+    s = _kafka().register(1)
+    _fenced_heartbeat(s, 1)
+    s.tick(s.config.session_timeout_ms + 1)
+    return s.register(2)
+
+
+def controlled_shutdown_entry_record() -> Scenario:
+    """B8 (DEC-14, SHUT-1): broker 1 leads a partition and asks to shut down. Kafka records the entry
+    into controlled shutdown (BrokerRegistrationChangeRecord, InControlledShutdown) beside the
+    leadership change: one record more, so the heartbeat's answer waits for a later commit."""
+    s = _kafka().start_brokers(1)
+    s.create_topic("t", [[1]])
+    return s.heartbeat(1, want_shut_down=True)
+
+
+def isr10_new_leader_elected() -> Scenario:
+    """B9 (ISR-10, DEC-15): broker 2 leads t-0 (replicas [2, 1], ISR [2]); a reassignment to [1]
+    waits for broker 1; broker 2's AlterIsr adds it, which completes the reassignment and moves the
+    leadership to broker 1. kraftspec: FENCED_LEADER_EPOCH with -1 fields; Kafka: NEW_LEADER_ELECTED
+    with 0 fields."""
+    s = _kafka().start_brokers(2)
+    s.register(1)
+    s.create_topic("t", [[2, 1]])
+    s.heartbeat(1)
+    _reassign(s, "t", [1])
+    return s.alter_isr(2, "t", s.isr_entry("t", [2, 1]))
+
+
+def empty_alter_isr_from_unregistered_broker() -> Scenario:
+    """B10 (ISR-2): an AlterIsr with no topics from a broker that is not registered. kraftspec:
+    STALE_BROKER_EPOCH; Kafka answers an AlterPartition with no topics NONE, checking nothing."""
+    return _kafka().send(AlterIsrRequest(2, 1, []))
+
+
+def empty_alter_isr_answered_at_once() -> Scenario:
+    """B10 (ISR-1, DEC-21): broker 1's registration is not committed yet when it sends an AlterIsr
+    with no topics. kraftspec holds the NONE until the log commits; Kafka answers it at once."""
+    s = _register(_kafka(), 1)
+    return s.send(AlterIsrRequest(1, s.epoch(1), []))
+
+
+def partition_named_twice() -> Scenario:
+    """B11 (ISR-11): broker 1's AlterIsr names t-0 twice (ISR [1], then ISR [1, 2]). kraftspec
+    refuses both entries INVALID_REQUEST and writes nothing; Kafka applies the first and answers the
+    second from the partition as it stood before the request, so it writes a record and answers later.
+    A second AlterIsr lets both logs commit."""
+    s = _kafka().start_brokers(1, 2)
+    s.create_topic("t", [[1, 2]])
+    twice = [s.isr_entry("t", [1]), s.isr_entry("t", [1, 2])]
+    s.send(AlterIsrRequest(1, s.epoch(1), [AlterIsrTopic(topic_id("t"), twice)]))
+    return s.alter_isr(1, "t", s.isr_entry("t", [1]))
+
+
+def replaced_reassignment_adding_and_removing() -> Scenario:
+    """B12 (REASSIGN-9): t-0 on broker 1 is reassigned to [2]; before broker 2 catches up the
+    reassignment is replaced by [1]. kraftspec (and Kafka up to 4.2) completes it at once; from
+    4.3.0 Kafka keeps the first reassignment's AddingReplicas [2] beside RemovingReplicas [2], does
+    not complete, and lists it."""
+    s = _kafka().start_brokers(1, 2)
+    s.create_topic("t", [[1]])
+    _reassign(s, "t", [2])
+    _reassign(s, "t", [1])
+    return s.send(ListPartitionReassignmentsRequest(None))
+
+
+def list_reassignments_reads_uncommitted_partitions() -> Scenario:
+    """B13 (LOG-8, REASSIGN-10): t-0 is being reassigned (committed); t's deletion is not yet
+    committed. kraftspec lists the reassignment from the committed state; Kafka takes the topics at
+    the committed offset but their partitions from the uncommitted state, and lists nothing."""
+    s = _kafka().start_brokers(1, 2)
+    s.create_topic("t", [[1]])
+    _reassign(s, "t", [1, 2])
+    s.send(DeleteTopicsRequest(["t"]))
+    return s.send(ListPartitionReassignmentsRequest(None))
+
+
+def create_topic_with_zero_id() -> Scenario:
+    """B14 (DEC-24, TOPIC-2): a CreateTopics whose TopicId is zero. kraftspec refuses it
+    INVALID_REQUEST; Kafka ignores the id, makes its own and creates the topic."""
+    s = _kafka().start_brokers(1)
+    return s.send(CreateTopicsRequest([CreatableTopic("t", UUID(int=0), 1, 1)])).commit()
+
+
+def records_register_broker_v2() -> Scenario:
+    """B16 (DEC-22, DEC-8, DEC-10): one registration, committed. The replies agree; at level records
+    Kafka's RegisterBrokerRecord is version 2, with Fenced and InControlledShutdown."""
+    return _kafka().register(1)
+
+
+def no_finalized_features() -> Scenario:
+    """B21 (DEC-23, LOG-14): a cluster with no finalized features, where a registration that lists
+    none is accepted. The adapter always gives Kafka a metadata.version, so Kafka refuses it
+    INVALID_REGISTRATION."""
+    return _register(_kafka(finalized_features=()), 1, features=())
+
+
+def feature_range_below_zero() -> Scenario:
+    """B22 (REG-1): a registration whose metadata.format range starts at -1. REG-1 refuses it; the
+    adapter sends the range as exactly the finalized metadata.version, and Kafka registers it."""
+    return _register(_kafka(), 1, features=(Feature("metadata.format", -1, 1),))
+
+
+LEDGER: dict[str, Callable[[], Scenario]] = {
+    "b1_negative_broker_id_registered": negative_broker_id_registered,
+    "b2_kafka_19047_reregister_after_shutdown": kafka_19047_reregister_after_shutdown,
+    "b3_kafka_19130_fenced_claim_after_failover": kafka_19130_fenced_claim_after_failover,
+    "b4_registration_without_metadata_version": registration_without_metadata_version,
+    "b5_registration_offset_below_minus_one": registration_offset_below_minus_one,
+    "b6_amend_of_unfenced_broker_one_record_more": amend_of_unfenced_broker_one_record_more,
+    "b7_expiry_fences_one_broker_per_run": expiry_fences_one_broker_per_run,
+    "b7_expiry_refences_a_fenced_broker": expiry_refences_a_fenced_broker,
+    "b8_controlled_shutdown_entry_record": controlled_shutdown_entry_record,
+    "b9_isr10_new_leader_elected": isr10_new_leader_elected,
+    "b10_empty_alter_isr_from_unregistered_broker": empty_alter_isr_from_unregistered_broker,
+    "b10_empty_alter_isr_answered_at_once": empty_alter_isr_answered_at_once,
+    "b11_partition_named_twice": partition_named_twice,
+    "b12_replaced_reassignment_adding_and_removing": replaced_reassignment_adding_and_removing,
+    "b13_list_reassignments_reads_uncommitted_partitions": list_reassignments_reads_uncommitted_partitions,
+    "b14_create_topic_with_zero_id": create_topic_with_zero_id,
+    "b16_records_register_broker_v2": records_register_broker_v2,
+    "b21_no_finalized_features": no_finalized_features,
+    "b22_feature_range_below_zero": feature_range_below_zero,
+}
+
+
+def ledger_trace(name: str) -> Trace:
+    scenario = LEDGER[name]()
+    return scripted(name, scenario, kind="kafka-ledger").with_description(" ".join(LEDGER[name].__doc__.split()))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__.strip().splitlines()[0], file=sys.stderr)
+        print("usage: python conformance/kafka-ledger/scenarios.py DIR", file=sys.stderr)
+        return 2
+    out = Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    for name in LEDGER:
+        ledger_trace(name).write(out / f"{name}.jsonl")
+        print(out / f"{name}.jsonl")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
