@@ -2,14 +2,15 @@
 
 What it runs, in order:
 
-1. the model's invariants, proved inductive with Z3 (:mod:`kraftspec.proofs.inductive`), one line
-   per invariant and transition, plus a non-vacuity line per transition and the invariants the
-   encoding does not state, each with the reason;
+1. the model's invariants, proved inductive with Z3 (:mod:`kraftspec.proofs.inductive`) in every
+   behaviour profile, one line per invariant and transition (once for all profiles where the
+   obligation is the same formula in each, else one per profile), plus a non-vacuity line per
+   transition and profile and the invariants the encoding does not state, each with the reason;
 2. the lease timing theorems for the default configuration (:mod:`kraftspec.proofs.timing`);
-3. the guard-removal check (:mod:`kraftspec.proofs.guards`): each guard an invariant depends on,
-   removed, must make its obligation fail with a counterexample;
+3. the guard-removal check (:mod:`kraftspec.proofs.guards`), in every profile: each guard an
+   invariant depends on, removed, must make its obligation fail with a counterexample;
 4. with ``--drift N``: the drift check (:mod:`kraftspec.proofs.drift`) on every step of the
-   regression corpus and N steps of random walks;
+   regression corpus's traces of ``--profile``, a scripted run and N steps of random walks under it;
 5. with ``--crosshair``: the CrossHair contracts (:mod:`kraftspec.proofs.contracts`).
 
 Exit status 0 when everything holds; 1 when an obligation fails or is unknown, a guard removal
@@ -26,7 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-from kraftspec.cli import bounded
+from kraftspec.cli import add_profile_option, bounded
+from kraftspec.spec.profiles import DEFAULT_PROFILE
 from kraftspec.traces import Progress, junit
 
 DESCRIPTION = re.sub(r":mod:`([^`]+)`", r"\1", __doc__.split("\n\n", 1)[1].rsplit("\n\nExit status", 1)[0])
@@ -59,6 +61,9 @@ def add_parser(commands) -> None:
                        help="write the trace of every counterexample the model can reach to DIR (for the corpus)")
     prove.add_argument("--json", metavar="FILE", help="write every obligation and check as JSON to FILE")
     prove.add_argument("--junit", metavar="FILE", help="write JUnit XML to FILE, one test case per obligation")
+    add_profile_option(prove, "the behaviour profile of the drift check's corpus traces, scripted run and walks, and "
+                       "of the table of which invariant needs which (the invariant proofs and the guard check "
+                       "cover every profile whatever this says; the timing theorems follow kip-631)")
 
 
 def run(args) -> int:
@@ -83,8 +88,12 @@ def run(args) -> int:
         counterexample.TRACES_TO = folder
     started = time.perf_counter()
     out = sys.stdout
-    report: dict = {}
+    report: dict = {"profile": args.profile}
     failures: list[str] = []
+    if args.profile != DEFAULT_PROFILE:
+        print(f"profile {args.profile}: the drift check (--drift) samples the model under it. The invariant proofs "
+              f"and the guard check below cover every profile (the profile column); the timing theorems follow "
+              f"{DEFAULT_PROFILE}.\n", file=out)
 
     found = inductive.obligations(tuple(args.only) if args.only else None, timeout_ms=args.timeout_ms)
     if not args.only:
@@ -102,11 +111,11 @@ def run(args) -> int:
           + (f"; not encoded: {', '.join(not_encoded)} (reasons above)" if not_encoded else ""), file=out)
 
     if not args.only:
-        report["dependencies"] = _dependencies(out)
+        report["dependencies"] = _dependencies(out, args.profile)
     if not args.no_guards and not args.only:
         report["guards"] = _guards(out, failures)
     if args.drift is not None:
-        report["drift"] = _drift(out, args.drift, args.seed, failures)
+        report["drift"] = _drift(out, args.drift, args.seed, failures, args.profile)
     if args.crosshair:
         report["crosshair"] = _crosshair(out, failures)
 
@@ -118,28 +127,29 @@ def run(args) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
     if args.junit:
-        cases = [(f"prove.{o.group}", f"{o.subject} {o.transition}", o.seconds,
+        cases = [(f"prove.{o.group}", f"{o.subject} {o.transition}" + (f" [{o.profile}]" if o.profile else ""), o.seconds,
                   None if o.result in (PROVED, "not encoded") else f"{o.result}: {o.detail}") for o in found]
         Path(args.junit).write_text(junit("kraftspec prove", cases))
     return 1 if failures else 0
 
 
 def _table(out, found) -> None:
-    print(f"{'group':9}  {'subject':12}  {'transition / case':50}  {'result':12}  {'time':>7}", file=out)
-    print(f"{'-' * 9}  {'-' * 12}  {'-' * 50}  {'-' * 12}  {'-' * 7}", file=out)
+    print(f"{'group':9}  {'subject':12}  {'transition / case':40}  {'profile':8}  {'result':12}  {'time':>7}", file=out)
+    print(f"{'-' * 9}  {'-' * 12}  {'-' * 40}  {'-' * 8}  {'-' * 12}  {'-' * 7}", file=out)
     for o in found:
         time_text = f"{o.seconds * 1000:.0f} ms" if o.result != "not encoded" else "-"
-        print(f"{o.group:9}  {o.subject:12}  {o.transition[:50]:50}  {o.result:12}  {time_text:>7}", file=out)
+        print(f"{o.group:9}  {o.subject:12}  {o.transition[:40]:40}  {(o.profile or '-')[:8]:8}  {o.result:12}  "
+              f"{time_text:>7}", file=out)
         if o.result not in ("proved",) and o.detail:
             for line in o.detail.splitlines():
                 print(f"{'':11}{line}", file=out)
 
 
-def _dependencies(out) -> dict:
+def _dependencies(out, profile: str = DEFAULT_PROFILE) -> dict:
     from kraftspec.proofs import inductive
 
-    print("\nwhich invariants are inductive on their own, and what the others need", file=out)
-    found = inductive.dependencies()
+    print(f"\nwhich invariants are inductive on their own, and what the others need (profile {profile})", file=out)
+    found = inductive.dependencies(profile_name=profile)
     for inv_id, needs in found.items():
         if not needs:
             print(f"  {inv_id:7} inductive on its own", file=out)
@@ -153,35 +163,43 @@ def _dependencies(out) -> dict:
 def _guards(out, failures) -> list[dict]:
     from kraftspec.proofs import guards
 
-    print("\nguard removed         transition                    must break  result", file=out)
+    print("\nguard removed         transition                    profile   must break  result", file=out)
     rows = []
     for removal, obligation in guards.run(explain=False):
         caught = guards.killed(obligation)
-        print(f"{removal.guard:20}  {removal.transition:28}  {removal.breaks:10}  "
+        print(f"{removal.guard:20}  {removal.transition:28}  {obligation.profile:8}  {removal.breaks:10}  "
               f"{'fails, as it must' if caught else 'STILL ' + obligation.result.upper()}", file=out)
         if not caught:
-            failures.append(f"removing {removal.guard} does not break {removal.breaks}")
+            failures.append(f"removing {removal.guard} does not break {removal.breaks} in {obligation.profile}")
         rows.append({"guard": removal.guard, "transition": removal.transition, "breaks": removal.breaks,
-                     "description": removal.description, "result": obligation.result, "caught": caught})
+                     "profile": obligation.profile, "description": removal.description, "result": obligation.result,
+                     "caught": caught})
     print(f"{sum(r['caught'] for r in rows)} of {len(rows)} guard removals make their obligation fail", file=out)
     return rows
 
 
-def _drift(out, count: int, seed: int, failures) -> dict:
+def _drift(out, count: int, seed: int, failures, profile: str = DEFAULT_PROFILE) -> dict:
     from kraftspec.proofs import drift
 
-    corpus_steps = sum(1 for _ in drift.corpus_samples())
-    bar = Progress(corpus_steps + count, "drift check")
-    report = drift.run(count, seed=seed, progress=lambda n: bar.advance())
+    corpus_steps = sum(1 for _ in drift.corpus_samples(profile=profile))
+    scripted = sum(1 for _ in drift.scripted_samples(profile))
+    bar = Progress(corpus_steps + scripted + count, "drift check")
+    report = drift.run(count, seed=seed, progress=lambda n: bar.advance(), profile=profile)
     bar.finish()
     kinds = ", ".join(f"{k.removesuffix('Request')} {n}" for k, n in sorted(report.kinds.items(), key=lambda kv: -kv[1]))
-    print(f"\ndrift check: {report.checked} steps ({corpus_steps} from the corpus, {count} from random walks, "
-          f"seed {seed}) in {report.seconds:.1f} s: {len(report.mismatches)} mismatches\n  by kind: {kinds}", file=out)
+    print(f"\ndrift check: {report.checked} steps ({corpus_steps} from the corpus, {scripted} scripted, "
+          f"{count} from random walks, "
+          f"seed {seed}, profile {profile}) in {report.seconds:.1f} s: {len(report.mismatches)} mismatches\n"
+          f"  by kind: {kinds}", file=out)
     for mismatch in report.mismatches[:10]:
         print(f"  {mismatch}", file=out)
     if report.mismatches:
         failures.append(f"drift check: {len(report.mismatches)} mismatches")
+    untaken = report.untaken()
+    if untaken:
+        print(f"  branches no step took: {', '.join(f'{t} ({b})' for t, b in untaken)}", file=out)
     return {"checked": report.checked, "kinds": report.kinds, "seconds": round(report.seconds, 2),
+            "untaken": [f"{t} ({b})" for t, b in untaken],
             "mismatches": [str(m) for m in report.mismatches]}
 
 

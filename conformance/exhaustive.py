@@ -382,10 +382,10 @@ def image_key(image: MetadataImage) -> tuple:
 def state_key(state: ControllerState) -> tuple:
     """What of ``state`` its future behaviour depends on (the module's docstring says why)."""
     now, timeout = state.now_ms, state.config.session_timeout_ms
+    # the time since contact matters up to the moment a lease lapses: the timeout, or one past it (DEC-7)
+    lapse = timeout if state.config.params.lease_lapses == "at-deadline" else timeout + 1
     leases = tuple(
-        # the time since contact matters up to one past the timeout (DEC-7: a lease lapses at it or after it)
-        (b, min(now - l.last_contact_ms, timeout + 1), l.metadata_offset, l.in_controlled_shutdown, l.released,
-         l.shutdown_offset)
+        (b, min(now - l.last_contact_ms, lapse), l.metadata_offset, l.in_controlled_shutdown, l.released, l.shutdown_offset)
         for b, l in sorted(state.leases.items())
     )
     waiting = tuple((p.release_offset, *_answers(p.request, p.response)) for p in state.pending)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from .errors import Error
+from .errors import Error, Refused
 from .messages import AlterIsrResponse
 from .partitions import partition_change
 
@@ -17,7 +17,7 @@ def handle_alter_isr(controller: Controller, request, version: int):
     """ISR-1 to ISR-11."""
     registration = controller.state.cluster.brokers.get(request.broker_id)
     if registration is None or registration.epoch != request.broker_epoch:
-        return AlterIsrResponse(error_code=Error.STALE_BROKER_EPOCH)
+        return Refused("ISR-2", AlterIsrResponse(error_code=Error.STALE_BROKER_EPOCH))
     counts: dict[tuple, int] = {}
     for topic in request.topics:
         for entry in topic.partitions:
@@ -30,7 +30,9 @@ def handle_alter_isr(controller: Controller, request, version: int):
         for entry in topic.partitions:
             error = _alter_partition(controller, request.broker_id, topic.topic_id, entry, counts)
             if error is not None:
-                results.append(partition_result(partition_index=entry.partition_index, error_code=error))
+                unknown = controller.config.params.refused_partition_fields  # DEC-15: -1, or 0 in kafka
+                results.append(partition_result(partition_index=entry.partition_index, error_code=error,
+                                                leader_id=unknown, leader_epoch=unknown, partition_epoch=unknown))
                 continue
             partition = controller.state.replication.partition(topic.topic_id, entry.partition_index)
             assert partition is not None, "_alter_partition found it"
@@ -47,16 +49,19 @@ def handle_alter_isr(controller: Controller, request, version: int):
 
 def _alter_partition(controller: Controller, requester: int, topic_id: UUID, entry, counts) -> int | None:
     """The checks of one partition (ISR-3 to ISR-8) and, if they pass, its change (ISR-9); the error or None."""
-    partition = controller.state.replication.partition(topic_id, entry.partition_index)
-    if partition is None:
-        return Error.UNKNOWN_TOPIC_OR_PARTITION
+    replication = controller.state.replication
+    partition = replication.partition(topic_id, entry.partition_index)
+    if partition is None:  # ISR-3, DEC-15
+        return Error.UNKNOWN_TOPIC_OR_PARTITION if topic_id in replication.topics else Error.UNKNOWN_TOPIC_ID
     if counts[(topic_id, entry.partition_index)] > 1:
         return Error.INVALID_REQUEST
-    if entry.leader_epoch != partition.leader_epoch:
+    if entry.leader_epoch > partition.leader_epoch or entry.partition_epoch > partition.partition_epoch:
+        return Error.NOT_CONTROLLER  # ISR-4, DEC-15: epochs ahead of the controller's
+    if entry.leader_epoch < partition.leader_epoch:
         return Error.FENCED_LEADER_EPOCH
-    if requester != partition.leader:
-        return Error.NOT_LEADER_OR_FOLLOWER
-    if entry.partition_epoch != partition.partition_epoch:
+    if requester != partition.leader:  # ISR-5, DEC-15: by profile
+        return Error[controller.config.params.not_leader_error]
+    if entry.partition_epoch < partition.partition_epoch:
         return Error.INVALID_UPDATE_VERSION
     new_isr = entry.new_isr
     replicas = partition.replicas

@@ -23,8 +23,12 @@ def elect(replicas, isr, eligible: Callable[[int], bool]) -> int:
     return NO_LEADER
 
 
-def reassignment_complete(replicas, isr, adding, removing) -> bool:
-    """REASSIGN-6: every adding replica is in the ISR, and the ISR holds a target replica."""
+def reassignment_complete(replicas, isr, adding, removing, completes: str = "adding-in-sync") -> bool:
+    """REASSIGN-6 (DEC-18, the profile's ``reassignment_completes``): with ``adding-in-sync``, every
+    adding replica is in the ISR and the ISR holds a target replica; with ``target-in-sync``, every
+    target replica is in the ISR."""
+    if completes == "target-in-sync":
+        return all(b in isr for b in replicas if b not in removing)
     for broker_id in adding:
         if broker_id not in isr:
             return False
@@ -32,6 +36,13 @@ def reassignment_complete(replicas, isr, adding, removing) -> bool:
         if broker_id in replicas and broker_id not in removing:
             return True
     return False
+
+
+def preferred_order(replicas, removing):
+    """PART-4: replicas in order, those being removed after the others (DEC-18)."""
+    if not removing:
+        return replicas
+    return tuple(b for b in replicas if b not in removing) + tuple(b for b in replicas if b in removing)
 
 
 def build_change(
@@ -43,29 +54,41 @@ def build_change(
     removing=UNSET,
     adding=UNSET,
     leader=UNSET,
+    completes: str = "adding-in-sync",
+    bump_on_removal: bool = False,
 ):
     """The PartitionChangeRecord taking ``partition`` to the given lists, or None if nothing changes.
 
     ``stays(b)``: may the current leader keep leading (PART-3); ``eligible(b)``: may an election
-    pick b. A reassigning partition whose new lists complete it is completed (REASSIGN-6). The
-    leader is kept if it stays in the ISR and ``stays``, else elected, unless ``leader`` is given.
+    pick b. A reassigning partition whose new lists complete it is completed (REASSIGN-6, by the
+    profile's ``completes``). The leader is kept if it stays in the ISR and ``stays``, else elected,
+    unless ``leader`` is given. ``bump_on_removal`` (DEC-17, kafka profile): a change that removes
+    a replica writes the unchanged leader, so that the leader epoch rises.
     """
     isr = partition.isr if isr is UNSET else isr
     replicas = partition.replicas if replicas is UNSET else replicas
     removing = partition.removing_replicas if removing is UNSET else removing
     adding = partition.adding_replicas if adding is UNSET else adding
-    if (adding or removing) and reassignment_complete(replicas, isr, adding, removing):
+    if (adding or removing) and reassignment_complete(replicas, isr, adding, removing, completes):
         isr = tuple(b for b in isr if b not in removing)
         replicas = tuple(b for b in replicas if b not in removing)
         adding = removing = ()
     if leader is UNSET:
         current = partition.leader
-        leader = current if current != NO_LEADER and current in isr and stays(current) else elect(replicas, isr, eligible)
+        if current != NO_LEADER and current in isr and stays(current):
+            leader = current
+        else:
+            leader = elect(preferred_order(replicas, removing), isr, eligible)
     changed_isr = None if isr == partition.isr else isr
     changed_replicas = None if replicas == partition.replicas else replicas
     changed_removing = None if removing == partition.removing_replicas else removing
     changed_adding = None if adding == partition.adding_replicas else adding
-    changed_leader = NO_LEADER_CHANGE if leader == partition.leader else leader
+    if leader != partition.leader:
+        changed_leader = leader
+    elif bump_on_removal and changed_replicas is not None and not set(partition.replicas) <= set(replicas):
+        changed_leader = leader
+    else:
+        changed_leader = NO_LEADER_CHANGE
     if (
         changed_isr is None
         and changed_replicas is None

@@ -22,7 +22,7 @@ from .alter_isr import handle_alter_isr
 from .builder import UNSET
 from .codec import decode_record, encode_record
 from .config import ControllerConfig
-from .errors import Error
+from .errors import Error, Refused
 from .heartbeat import handle_broker_heartbeat, lapsed_brokers
 from .leases import LeaseManager
 from .messages import (
@@ -120,7 +120,7 @@ class Controller:
         self.config = config or ControllerConfig()
         self.now_ms = now_ms
         self.state = MetadataState()
-        self.leases = LeaseManager(self.config.session_timeout_ms)
+        self.leases = self._lease_manager()
         self.batches: deque[tuple[int, tuple]] = deque()  # the uncommitted batches
         self.disk: DiskLog | None = None
         self.snapshots: SnapshotStore | None = None
@@ -205,7 +205,8 @@ class Controller:
                 kept = range(committed, disk.end_offset)
                 controller._keep_uncommitted(committed)
         for broker_id, registration in sorted(controller.state.cluster.brokers.items()):
-            controller.leases.start(broker_id, now_ms, registration.fenced)  # LEASE-14
+            lease = controller.leases.start(broker_id, now_ms, registration.fenced)  # LEASE-14
+            lease.released = registration.fenced  # DEC-6: nothing heard from a fenced broker yet
         controller.startup = {
             "recovery": disk.recovery,
             "quarantined": tuple(disk.quarantined),
@@ -262,6 +263,11 @@ class Controller:
         assert self._batch is not None, "records are added only while a request's batch is open"
         self._batch.append(record)
 
+    def batch_size(self) -> int:
+        """The records in the open batch so far."""
+        assert self._batch is not None, "a request's batch is open"
+        return len(self._batch)
+
     def _close_batch(self) -> tuple[int, tuple] | None:
         """Append the open batch to the log as one (LOG-4); None if it is empty."""
         records, self._batch = self._batch, None
@@ -293,6 +299,10 @@ class Controller:
         batch = self._close_batch()
         if not _supported(type(request), version):
             version = 0
+        if type(response) is Refused:
+            refusal, response = response, response.response
+            if refusal.rule in self.config.params.answered_at_once:  # DEC-21, kafka profile
+                return Outcome((), (Reply(seq, request, version, response),), seq)
         release = self.log_end_offset  # LOG-7: the log as it stands once the request is handled
         if release <= self.committed_offset and not self.pending:
             return Outcome((batch,) if batch else (), (Reply(seq, request, version, response),), seq)
@@ -356,10 +366,14 @@ class Controller:
             for _, seq, request, version, _ in self.pending
         )
         self.pending.clear()
-        self.leases = LeaseManager(self.config.session_timeout_ms)
+        self.leases = self._lease_manager()
         for broker_id, registration in sorted(self.state.cluster.brokers.items()):
-            self.leases.start(broker_id, self.now_ms, registration.fenced)
+            lease = self.leases.start(broker_id, self.now_ms, registration.fenced)
+            lease.released = registration.fenced  # DEC-6: this controller has heard nothing from a fenced broker
         return Outcome(replies=replies)
+
+    def _lease_manager(self) -> LeaseManager:
+        return LeaseManager(self.config.session_timeout_ms, self.config.params.lease_lapses == "after-deadline")
 
     def take_snapshot(self) -> Outcome:
         """LOG-11: the committed state as its minimal records; the log before it may go."""

@@ -40,3 +40,14 @@ if {e.name: e.value for e in Error} != error_codes():
         "impl/errors.py and spec/schemas/errors.json list different error codes: "
         f"{sorted(set(Error.__members__.items()) ^ set(error_codes().items()))}"
     )
+
+
+class Refused:
+    """A handler's answer that refuses the whole request by ``rule``: the profile says whether it is
+    answered at once or waits for the log like any write (DEC-21)."""
+
+    __slots__ = ("rule", "response")
+
+    def __init__(self, rule: str, response) -> None:
+        self.rule = rule
+        self.response = response

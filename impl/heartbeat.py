@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from .errors import Error
 from .messages import BrokerHeartbeatResponse
-from .partitions import fence_broker, move_leaderships, unfence_broker
+from .errors import Refused
+from .partitions import enter_controlled_shutdown, fence_broker, unfence_broker
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -23,41 +24,49 @@ HEARTBEAT_VERSIONS = (0, 1)
 def handle_broker_heartbeat(controller: Controller, request, version: int):
     """LEASE-3 to LEASE-13, SHUT-1 to SHUT-4, LAO-1, LAO-2."""
     if version not in HEARTBEAT_VERSIONS:
-        return BrokerHeartbeatResponse(error_code=Error.UNSUPPORTED_VERSION)
+        return Refused("RPC-2", BrokerHeartbeatResponse(error_code=Error.UNSUPPORTED_VERSION))
     broker_id = request.broker_id
     registration = controller.state.cluster.brokers.get(broker_id)
-    if registration is None:
-        return BrokerHeartbeatResponse(error_code=Error.BROKER_ID_NOT_REGISTERED)
+    if registration is None:  # LEASE-3, DEC-15
+        return Refused("LEASE-3", BrokerHeartbeatResponse(error_code=Error.STALE_BROKER_EPOCH))
     if request.broker_epoch != registration.epoch:
-        return BrokerHeartbeatResponse(error_code=Error.STALE_BROKER_EPOCH)
+        return Refused("LEASE-4", BrokerHeartbeatResponse(error_code=Error.STALE_BROKER_EPOCH))
     offset = request.current_metadata_offset
-    if offset < 0:
-        return BrokerHeartbeatResponse(error_code=Error.INVALID_REQUEST)
+    params = controller.config.params
+    next_offset_unit = params.heartbeat_offset == "next-offset"  # DEC-2
+    if offset < 0 and next_offset_unit:
+        return Refused("LEASE-5", BrokerHeartbeatResponse(error_code=Error.INVALID_REQUEST))
     leases = controller.leases
-    lease = leases.leases[broker_id]
-    if offset < lease.metadata_offset:  # LEASE-6: a late copy, answered and otherwise ignored
-        return _status(controller, registration, lease, version, False)
-    leases.touch(broker_id, controller.now_ms, offset)
+    lease = leases.touch(broker_id, controller.now_ms, offset)  # LEASE-6, LEASE-7: recorded as sent
     should_shut_down = False
     if not registration.fenced:
-        if request.want_fence:
-            wants_shutdown = request.want_shut_down or lease.in_controlled_shutdown
-            fence_broker(controller, broker_id)
-            should_shut_down = wants_shutdown
-        elif request.want_shut_down or lease.in_controlled_shutdown:
+        if lease.in_controlled_shutdown:
+            should_shut_down = shutdown_progress(controller, broker_id)
+        elif request.want_fence:
+            fence_broker(controller, broker_id)  # LEASE-12
+            should_shut_down = request.want_shut_down
+        elif request.want_shut_down:
             should_shut_down = controlled_shutdown(controller, broker_id)
-    elif request.want_shut_down:
+    elif request.want_shut_down:  # SHUT-4
         should_shut_down = True
-    elif not request.want_fence and offset > registration.epoch:
-        unfence_broker(controller, broker_id)
-    lease.shutdown_granted = should_shut_down  # REG-4: a broker let go gives its id up
+        if params.fenced_shutdown_refences:  # DEC-14, kafka profile: the fencing batch again
+            fence_broker(controller, broker_id)
+    elif not request.want_fence and has_applied(controller, offset, registration.epoch):
+        unfence_broker(controller, broker_id)  # LEASE-10
+    lease.released = should_shut_down  # REG-4, DEC-6: a broker let go gives its id up; other contact claims it
     return _status(controller, registration, lease, version, should_shut_down)
+
+
+def has_applied(controller: Controller, recorded: int, offset: int) -> bool:
+    """DEC-2: a recorded CurrentMetadataOffset says the record at ``offset`` is applied (one more
+    than the highest applied in the kip-631 profile, the highest applied in the kafka profile)."""
+    return recorded > offset if controller.config.params.heartbeat_offset == "next-offset" else recorded >= offset
 
 
 def _status(controller: Controller, registration, lease, version: int, should_shut_down: bool):
     return BrokerHeartbeatResponse(
         error_code=Error.NONE,
-        is_caught_up=lease.metadata_offset > registration.epoch,
+        is_caught_up=has_applied(controller, lease.metadata_offset, registration.epoch),  # LEASE-9
         is_fenced=registration.fenced,
         should_shut_down=should_shut_down,
         lowest_acknowledged_offset=controller.leases.lowest_acknowledged_offset(controller.committed_offset) if version >= 1 else -1,
@@ -65,9 +74,30 @@ def _status(controller: Controller, registration, lease, version: int, should_sh
 
 
 def controlled_shutdown(controller: Controller, broker_id: int) -> bool:
-    """SHUT-1 to SHUT-3; returns ShouldShutDown."""
-    controller.leases.leases[broker_id].in_controlled_shutdown = True
-    move_leaderships(controller, broker_id)
+    """SHUT-1 to SHUT-3 for an unfenced broker that asks to shut down; returns ShouldShutDown (DEC-14)."""
+    params = controller.config.params
+    if params.shutdown_grant == "after-active-brokers-catch-up" and not controller.state.replication.leads_any(broker_id):
+        fence_broker(controller, broker_id)  # kafka profile: leading nothing, it is let go at once
+        return True
+    enter_controlled_shutdown(controller, broker_id)
+    if params.shutdown_grant == "when-leading-nothing":
+        fence_broker(controller, broker_id)  # every leadership moved or given up: let go now
+        return True
+    # kafka profile: let go once every active broker has applied the records of this batch
+    controller.leases.leases[broker_id].shutdown_offset = controller.log_end_offset + controller.batch_size() - 1
+    return False
+
+
+def shutdown_progress(controller: Controller, broker_id: int) -> bool:
+    """SHUT-3 on a later heartbeat of a broker in controlled shutdown (kafka profile): let go when it
+    leads nothing and every active broker (unfenced, not shutting down) has applied the shutdown's
+    batch."""
+    leases = controller.leases.leases
+    target = leases[broker_id].shutdown_offset
+    for b in controller.leases.unfenced:
+        lease = leases[b]
+        if not lease.in_controlled_shutdown and not has_applied(controller, lease.metadata_offset, target):
+            return False
     if controller.state.replication.leads_any(broker_id):
         return False
     fence_broker(controller, broker_id)

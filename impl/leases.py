@@ -16,21 +16,24 @@ from collections import deque
 
 
 class Lease:
-    __slots__ = ("last_contact_ms", "metadata_offset", "in_controlled_shutdown", "shutdown_granted", "version")
+    __slots__ = ("last_contact_ms", "metadata_offset", "in_controlled_shutdown", "released", "shutdown_offset", "version")
 
     def __init__(self, now_ms: int) -> None:
         self.last_contact_ms = now_ms
         self.metadata_offset = -1
         self.in_controlled_shutdown = False
-        self.shutdown_granted = False
+        self.released = False  # REG-4, DEC-6: the incarnation holds no claim on its id
+        self.shutdown_offset = -1  # SHUT-3, DEC-14 (kafka profile): the last offset of the shutdown's batch
         self.version = 0  # changed whenever this broker's LAO entry goes stale; unique across leases
 
 
 class LeaseManager:
-    __slots__ = ("session_timeout_ms", "leases", "deadlines", "acknowledged", "unfenced", "_versions")
+    __slots__ = ("session_timeout_ms", "lapse_margin", "leases", "deadlines", "acknowledged", "unfenced", "_versions")
 
-    def __init__(self, session_timeout_ms: int) -> None:
+    def __init__(self, session_timeout_ms: int, lapses_after_deadline: bool = False) -> None:
         self.session_timeout_ms = session_timeout_ms
+        # DEC-7: a lease lapses at its deadline (kip-631), or a millisecond after it (kafka)
+        self.lapse_margin = 1 if lapses_after_deadline else 0
         self.leases: dict[int, Lease] = {}
         self.deadlines: deque[tuple[int, int]] = deque()  # (deadline, broker), in deadline order
         self.acknowledged: list[tuple[int, int, int]] = []  # heap of (offset, broker, version)
@@ -79,10 +82,11 @@ class LeaseManager:
             heapq.heappush(self.acknowledged, (lease.metadata_offset, broker_id, lease.version))
 
     def expired(self, now_ms: int) -> list[int]:
-        """LEASE-8: unfenced brokers whose deadline is at or before ``now_ms``, by deadline then id (DEC-7, DEC-25)."""
+        """LEASE-8: unfenced brokers whose lease has lapsed at ``now_ms`` (DEC-7: at or after the
+        deadline, by profile), by deadline then id (DEC-25)."""
         lapsed = []
         deadlines, leases, timeout = self.deadlines, self.leases, self.session_timeout_ms
-        while deadlines and deadlines[0][0] <= now_ms:
+        while deadlines and deadlines[0][0] + self.lapse_margin <= now_ms:
             deadline, broker_id = deadlines.popleft()
             lease = leases.get(broker_id)
             if lease is None or lease.last_contact_ms + timeout != deadline:
@@ -92,10 +96,10 @@ class LeaseManager:
         return [b for _, b in sorted(lapsed)]
 
     def claimed(self, broker_id: int, now_ms: int) -> bool:
-        """REG-4: the registration still holds its id (recent contact, not let go by ShouldShutDown while fenced)."""
+        """REG-4: the registration still holds its id: its lease has not lapsed (DEC-7) and it has not
+        been released (DEC-6)."""
         lease = self.leases[broker_id]
-        let_go = lease.shutdown_granted and broker_id not in self.unfenced
-        return now_ms < lease.last_contact_ms + self.session_timeout_ms and not let_go
+        return now_ms < lease.last_contact_ms + self.session_timeout_ms + self.lapse_margin and not lease.released
 
     def lowest_acknowledged_offset(self, committed_offset: int) -> int:
         """LAO-1: the lowest recorded offset among unfenced brokers; the committed offset if none is."""

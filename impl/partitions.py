@@ -15,7 +15,7 @@ from __future__ import annotations
 from types import MethodType
 from typing import TYPE_CHECKING
 
-from .builder import build_change, elect
+from .builder import build_change
 from .messages import FenceBrokerRecord, UnfenceBrokerRecord, UnregisterBrokerRecord
 from .replication import NO_LEADER, Partition
 
@@ -42,9 +42,12 @@ def is_eligible_leader(controller: Controller, broker_id: int) -> bool:
 def partition_change(controller: Controller, partition: Partition, stays=None, eligible=None, **lists) -> None:
     """Build a partition change with the one builder and add it to the batch, if anything changes.
     ``stays`` and ``eligible`` default to PART-3's predicates on the controller (bound, as methods
-    are: the builder calls them with a broker id alone)."""
+    are: the builder calls them with a broker id alone). The profile says when a reassignment
+    completes and whether removing a replica raises the leader epoch (DEC-18, DEC-17)."""
+    params = controller.config.params
     record = build_change(
-        partition, stays or MethodType(stays_leader, controller), eligible or MethodType(is_eligible_leader, controller), **lists
+        partition, stays or MethodType(stays_leader, controller), eligible or MethodType(is_eligible_leader, controller),
+        completes=params.reassignment_completes, bump_on_removal=params.leader_epoch_on_replica_removal, **lists,
     )
     if record is not None:
         controller._add(record)
@@ -61,9 +64,9 @@ def predicates_without(controller: Controller, broker_id: int):
 # ---- fencing, unfencing, unregistering, controlled shutdown ----------------------------------
 
 
-def fence_broker(controller: Controller, broker_id: int) -> None:
-    """PART-6: out of every ISR but a sole place, out of leadership; then the FenceBrokerRecord."""
-    epoch = controller.state.cluster.brokers[broker_id].epoch
+def leave_isrs(controller: Controller, broker_id: int) -> None:
+    """The broker leaves every ISR it is in, but a sole place (DEC-8), and every leadership, which
+    goes to another eligible in-sync replica or nobody (PART-6, PART-8, SHUT-2)."""
     stays, eligible = predicates_without(controller, broker_id)
     for partition in controller.state.replication.partitions_of(broker_id):
         isr = partition.isr
@@ -71,6 +74,12 @@ def fence_broker(controller: Controller, broker_id: int) -> None:
             continue
         new_isr = isr if len(isr) == 1 else tuple(b for b in isr if b != broker_id)
         partition_change(controller, partition, stays, eligible, isr=new_isr)
+
+
+def fence_broker(controller: Controller, broker_id: int) -> None:
+    """PART-6: out of every ISR but a sole place, out of leadership; then the FenceBrokerRecord."""
+    epoch = controller.state.cluster.brokers[broker_id].epoch
+    leave_isrs(controller, broker_id)
     controller._add(FenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch))
 
 
@@ -83,34 +92,15 @@ def unfence_broker(controller: Controller, broker_id: int) -> None:
 
 
 def unregister_broker(controller: Controller, broker_id: int) -> None:
-    """PART-8 and UNREG-2: the broker leaves every list of every partition, then the
-    UnregisterBrokerRecord."""
+    """PART-8 and UNREG-2: the broker leaves ISRs and leaderships as when fenced, staying in the
+    replica lists (DEC-20); then the UnregisterBrokerRecord."""
     epoch = controller.state.cluster.brokers[broker_id].epoch
-    stays, eligible = predicates_without(controller, broker_id)
-
-    def without(brokers):
-        return tuple(x for x in brokers if x != broker_id)
-
-    for partition in controller.state.replication.partitions_of(broker_id):
-        partition_change(
-            controller,
-            partition,
-            stays,
-            eligible,
-            replicas=without(partition.replicas),
-            isr=without(partition.isr),
-            removing=without(partition.removing_replicas),
-            adding=without(partition.adding_replicas),
-        )
+    leave_isrs(controller, broker_id)
     controller._add(UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=epoch))
 
 
-def move_leaderships(controller: Controller, broker_id: int) -> None:
-    """SHUT-2: each partition the broker leads goes to its first eligible in-sync replica, if any
-    (the broker is in controlled shutdown already, so not eligible itself: SHUT-5)."""
-    eligible = MethodType(is_eligible_leader, controller)
-    for partition in controller.state.replication.partitions_of(broker_id):
-        if partition.leader == broker_id:
-            new_leader = elect(partition.replicas, partition.isr, eligible)
-            if new_leader != NO_LEADER:
-                partition_change(controller, partition, leader=new_leader)
+def enter_controlled_shutdown(controller: Controller, broker_id: int) -> None:
+    """SHUT-1, SHUT-2: the broker is in controlled shutdown (so not eligible, SHUT-5) and leaves
+    its ISRs and leaderships, a leadership nobody else can take given up (DEC-14)."""
+    controller.leases.leases[broker_id].in_controlled_shutdown = True
+    leave_isrs(controller, broker_id)

@@ -49,12 +49,15 @@ def handle_alter_partition_reassignments(controller: Controller, request, versio
 
 
 def start_reassignment(controller: Controller, partition: Partition, target: tuple[int, ...]) -> None:
-    """REASSIGN-4, REASSIGN-5, REASSIGN-9: removing replicas first, then the target in its order."""
+    """REASSIGN-4, REASSIGN-5, REASSIGN-9: the target in its order and the replicas leaving, in the
+    profile's layout."""
     current = partition.replicas
     removing = tuple(b for b in current if b not in target)
     adding = tuple(b for b in target if b not in current)
     if not removing and not adding:
         partition_change(controller, partition, replicas=target, removing=(), adding=())
+    elif controller.config.params.reassignment_layout == "target-then-removing":  # DEC-18: by profile
+        partition_change(controller, partition, replicas=target + removing, removing=removing, adding=adding)
     else:
         partition_change(controller, partition, replicas=removing + target, removing=removing, adding=adding)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .errors import Error
+from .errors import Error, Refused
 from .messages import ZERO_UUID, CreateTopicsResponse, DeleteTopicsResponse, PartitionRecord, RemoveTopicRecord, TopicRecord
 from .partitions import is_eligible_leader
 
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 MAX_TOPIC_NAME = 249
 MAX_RECORDS_PER_REQUEST = 10_000  # TOPIC-11: the records one CreateTopics may append (Kafka's bound per operation)
+MAX_PARTITIONS_PER_REQUEST = 10_000  # TOPIC-11: the partitions one CreateTopics may ask for, counted first
 _LEGAL_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
@@ -20,6 +21,12 @@ def handle_create_topics(controller: Controller, request, version: int):
     """TOPIC-1 to TOPIC-6, TOPIC-9 and TOPIC-11: every topic is planned first, and its records are
     added only once the whole request is known to fit in one operation."""
     result = CreateTopicsResponse.CreatableTopicResult
+    refused = Refused("TOPIC-11", CreateTopicsResponse(topics=tuple(  # refused as a whole, nothing written
+        result(name=t.name, topic_id=ZERO_UUID, error_code=Error.POLICY_VIOLATION) for t in request.topics)))
+    asked = sum(len(t.assignments) if t.assignments else (1 if t.num_partitions == -1 else max(t.num_partitions, 0))
+                for t in request.topics)
+    if asked > MAX_PARTITIONS_PER_REQUEST:  # TOPIC-11: the partitions asked for, before any check
+        return refused
     seen: set[str] = set()
     taken: set = set()  # the ids of the topics planned before, as the image would have them
     plans, room = [], MAX_RECORDS_PER_REQUEST
@@ -27,9 +34,8 @@ def handle_create_topics(controller: Controller, request, version: int):
         first = topic.name not in seen
         seen.add(topic.name)
         error, records = create_topic(controller, topic, first, taken, room)
-        if error == Error.POLICY_VIOLATION:  # TOPIC-11: refused as a whole, nothing written
-            return CreateTopicsResponse(topics=tuple(
-                result(name=t.name, topic_id=ZERO_UUID, error_code=Error.POLICY_VIOLATION) for t in request.topics))
+        if error == Error.POLICY_VIOLATION:  # TOPIC-11
+            return refused
         if records:
             taken.add(topic.topic_id)
             room -= len(records)
@@ -70,17 +76,22 @@ def create_topic(controller: Controller, topic, first: bool, taken: set, room: i
     else:  # TOPIC-4
         if topic.num_partitions < 1:
             return Error.INVALID_PARTITIONS, []
-        if not 1 <= topic.replication_factor <= len(brokers):
+        unfenced, fenced = placement_candidates(controller)
+        if not 1 <= topic.replication_factor <= len(unfenced) + len(fenced) or not unfenced:
             return Error.INVALID_REPLICATION_FACTOR, []
         count, no_isr = topic.num_partitions, Error.INVALID_REPLICATION_FACTOR
     if 1 + count > room:  # TOPIC-11: counted before anything is placed
         return Error.POLICY_VIOLATION, []
     if topic.assignments:
         assignment = [by_index[i] for i in range(count)]
-    else:
-        ids = sorted(brokers)
-        n = len(ids)
-        assignment = [tuple(ids[(p + j) % n] for j in range(topic.replication_factor)) for p in range(count)]
+    else:  # DEC-26: round-robin over the unfenced brokers, the fenced ones only where they are too few
+        factor = topic.replication_factor
+        k, m = len(unfenced), len(fenced)
+        from_unfenced = min(factor, k)
+        assignment = [
+            tuple(unfenced[(p + j) % k] for j in range(from_unfenced)) + tuple(fenced[(p + j) % m] for j in range(factor - from_unfenced))
+            for p in range(count)
+        ]
     isrs = [tuple(b for b in replicas if is_eligible_leader(controller, b)) for replicas in assignment]  # TOPIC-5
     if not all(isrs):
         return no_isr, []
@@ -91,6 +102,15 @@ def create_topic(controller: Controller, topic, first: bool, taken: set, room: i
             removing_replicas=(), adding_replicas=(), leader=isr[0], leader_epoch=0, partition_epoch=0,
         ))
     return Error.NONE, records
+
+
+def placement_candidates(controller: Controller) -> tuple[list[int], list[int]]:
+    """TOPIC-4: the brokers a new replica may go to, by id: unfenced ones (not in controlled
+    shutdown), then fenced ones (DEC-26)."""
+    brokers = controller.state.cluster.brokers
+    unfenced = sorted(b for b in brokers if is_eligible_leader(controller, b))
+    fenced = sorted(b for b, registration in brokers.items() if registration.fenced)
+    return unfenced, fenced
 
 
 def handle_delete_topics(controller: Controller, request, version: int):
@@ -112,4 +132,7 @@ def handle_delete_topics(controller: Controller, request, version: int):
             results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))
             controller._add(RemoveTopicRecord(topic_id=topic.topic_id))
         seen.add(name)
-    return DeleteTopicsResponse(responses=tuple(results))
+    response = DeleteTopicsResponse(responses=tuple(results))
+    if not any(r.error_code in (Error.NONE, Error.UNKNOWN_TOPIC_ID) for r in results):
+        return Refused("TOPIC-10", response)  # no name resolved (DEC-21)
+    return response

@@ -44,7 +44,7 @@ from kraftspec.conformance.lockstep import Lockstep, response_version
 from kraftspec.impl import alter_isr as impl_alter_isr
 from kraftspec.impl.controller import Controller
 from kraftspec.impl.leases import LeaseManager
-from kraftspec.model import Commit, Failover, TakeSnapshot, Tick, step
+from kraftspec.model import Commit, Config, Failover, TakeSnapshot, Tick, step
 from kraftspec.model.invariants import violations
 from kraftspec.model.messages import (
     AlterIsrPartition,
@@ -83,9 +83,11 @@ class ControllerLockstep(RuleBasedStateMachine):
     created_topics = Bundle("created_topics")  # (name, topic id): every topic created, existing or deleted since
     alter_isr_requests = Bundle("alter_isr_requests")  # every AlterIsr sent, for late copies
 
+    profile = "kip-631"  # the behaviour profile both sides follow (spec/profiles.toml)
+
     def __init__(self) -> None:
         super().__init__()
-        self.lockstep = Lockstep()
+        self.lockstep = Lockstep(Config.for_profile(self.profile))
         self.fresh_ids = itertools.count(1000)
         self.broken: list[str] = []  # model invariants violated, with the event
         self.differences: list[str] = []  # where impl departed from the model, with the event
@@ -165,7 +167,7 @@ class ControllerLockstep(RuleBasedStateMachine):
         the finalized features (REG-5)."""
         state = self.model
         timeout = state.config.session_timeout_ms
-        gone = [b for b, l in state.leases.items() if l.deadline(timeout) <= state.now_ms or l.shutdown_granted]
+        gone = [b for b, l in state.leases.items() if l.deadline(timeout) <= state.now_ms or l.released]
         if gone and not sometimes(data, 3):  # a broker told to shut down, or whose lease lapsed, restarts
             broker = data.draw(st.sampled_from(sorted(gone)), label="broker")
             restarted = UUID(int=state.image.brokers[broker].incarnation_id.int + 1)
@@ -474,7 +476,7 @@ def soft_state_of_model(state) -> dict:
             for p in state.pending
         ],
         "leases": {
-            b: (lease.last_contact_ms, lease.metadata_offset, lease.in_controlled_shutdown, lease.shutdown_granted)
+            b: (lease.last_contact_ms, lease.metadata_offset, lease.in_controlled_shutdown, lease.released)
             for b, lease in state.leases.items()
         },
         "brokers": {b: (r.incarnation_id, r.epoch, r.fenced) for b, r in image.brokers.items()},
@@ -497,7 +499,7 @@ def soft_state_of_impl(controller: Controller) -> dict:
         "uncommitted batches": [(base, len(records)) for base, records in controller.batches],
         "waiting": [(release, seq, to_json(response, version)) for release, seq, _, version, response in controller.pending],
         "leases": {
-            b: (lease.last_contact_ms, lease.metadata_offset, lease.in_controlled_shutdown, lease.shutdown_granted)
+            b: (lease.last_contact_ms, lease.metadata_offset, lease.in_controlled_shutdown, lease.released)
             for b, lease in controller.leases.leases.items()
         },
         "brokers": {b: (r.incarnation_id, r.epoch, r.fenced) for b, r in controller.state.cluster.brokers.items()},
@@ -511,6 +513,16 @@ def soft_state_of_impl(controller: Controller) -> dict:
 
 TestControllerLockstep = ControllerLockstep.TestCase
 TestControllerLockstep.settings = settings(stateful_step_count=STEPS)  # the loaded profile's examples and randomness
+
+
+class KafkaProfileLockstep(ControllerLockstep):
+    """The same machine under the kafka behaviour profile."""
+
+    profile = "kafka"
+
+
+TestKafkaProfileLockstep = KafkaProfileLockstep.TestCase
+TestKafkaProfileLockstep.settings = settings(stateful_step_count=STEPS)
 
 
 # ---- the machine catches a broken impl --------------------------------------------------------------
