@@ -53,7 +53,6 @@ from kraftspec.impl import partitions as impl_partitions
 from kraftspec.impl import reassignment as impl_reassignment
 from kraftspec.impl import registration as impl_registration
 from kraftspec.impl import topics as impl_topics
-from kraftspec.impl.builder import elect
 from kraftspec.impl.controller import Controller, Reply
 from kraftspec.impl.errors import Error
 from kraftspec.impl.heartbeat import HEARTBEAT_VERSIONS
@@ -180,8 +179,8 @@ def fenced_registration_gives_its_id_up(original):
 
 
 # LEASE-6
-def late_heartbeat_is_processed(original):
-    """A heartbeat reporting a lower offset than an earlier one is handled as a current one."""
+def lower_offset_heartbeat_is_ignored(original):
+    """A heartbeat reporting a lower offset than an earlier one is answered and otherwise ignored (the rule before DEC-13)."""
 
     def handle_broker_heartbeat(controller, request, version):
         registration = controller.state.cluster.brokers.get(request.broker_id)
@@ -193,7 +192,7 @@ def late_heartbeat_is_processed(original):
             and request.broker_epoch == registration.epoch
             and 0 <= request.current_metadata_offset < lease.metadata_offset
         ):
-            lease.metadata_offset = -1  # forget the higher offset, so the late copy passes as current
+            return impl_heartbeat._status(controller, registration, lease, version, False)
         return original(controller, request, version)
 
     return handle_broker_heartbeat
@@ -353,25 +352,25 @@ def controlled_shutdown_is_forgotten(original):
 def leadership_moves_to_a_broker_shutting_down(original):
     """Controlled shutdown moves leaderships to any registered, unfenced in-sync replica, even one shutting down."""
 
-    def move_leaderships(controller, broker_id):
+    def enter_controlled_shutdown(controller, broker_id):
+        controller.leases.leases[broker_id].in_controlled_shutdown = True
+        stays, _ = impl_partitions.predicates_without(controller, broker_id)
         for partition in controller.state.replication.partitions_of(broker_id):
-            if partition.leader == broker_id:
-                new_leader = elect(partition.replicas, partition.isr,
-                                   lambda b: b != broker_id and impl_partitions.stays_leader(controller, b))
-                if new_leader != NO_LEADER:
-                    impl_partitions.partition_change(controller, partition, leader=new_leader)
+            if broker_id in partition.isr:
+                isr = partition.isr if len(partition.isr) == 1 else tuple(b for b in partition.isr if b != broker_id)
+                impl_partitions.partition_change(controller, partition, stays, stays, isr=isr)  # eligible: any that may stay
 
-    return move_leaderships
+    return enter_controlled_shutdown
 
 
 # SHUT-3
-def shut_down_while_leading(original):
-    """A broker asking to shut down is fenced and told ShouldShutDown even while it still leads."""
+def shutdown_granted_at_once(original):
+    """A broker entering controlled shutdown is let go in the heartbeat that asks, before the active brokers have applied the move (kafka profile)."""
 
     def controlled_shutdown(controller, broker_id):
-        original(controller, broker_id)
-        if controller.state.cluster.is_active(broker_id):  # it still leads: let it go all the same
-            impl_partitions.fence_broker(controller, broker_id)
+        if original(controller, broker_id):
+            return True
+        impl_partitions.fence_broker(controller, broker_id)  # it leads nothing after SHUT-2: let it go now
         return True
 
     return controlled_shutdown
@@ -433,7 +432,9 @@ def ineligible_replica_is_accepted(original):
 def one_adding_replica_completes(original):
     """A reassignment completes as soon as one adding replica (not all of them) is in the ISR."""
 
-    def reassignment_complete(replicas, isr, adding, removing):
+    def reassignment_complete(replicas, isr, adding, removing, completes="adding-in-sync"):
+        if completes != "adding-in-sync":
+            return original(replicas, isr, adding, removing, completes)
         if adding and not any(b in isr for b in adding):
             return False
         return any(b in replicas and b not in removing for b in isr)
@@ -543,21 +544,20 @@ def fenced_brokers_count_for_lao(original):
 
 
 # PART-8
-def unregistered_broker_stays_a_replica(original):
-    """Unregistering takes the broker out of ISRs and reassignments but leaves it in the replicas."""
+def unregistered_broker_leaves_the_replicas(original):
+    """Unregistering takes the broker out of every list of its partitions, the replicas included (the rule before DEC-20)."""
 
     def unregister_broker(controller, broker_id):
-        partition_change = impl_partitions.partition_change
+        stays, eligible = impl_partitions.predicates_without(controller, broker_id)
 
-        def change(controller, partition, stays=None, eligible=None, **lists):
-            lists.pop("replicas", None)
-            return partition_change(controller, partition, stays, eligible, **lists)
+        def without(brokers):
+            return tuple(b for b in brokers if b != broker_id)
 
-        impl_partitions.partition_change = change  # for this call only: put back below
-        try:
-            return original(controller, broker_id)
-        finally:
-            impl_partitions.partition_change = partition_change
+        for partition in controller.state.replication.partitions_of(broker_id):
+            impl_partitions.partition_change(
+                controller, partition, stays, eligible, replicas=without(partition.replicas), isr=without(partition.isr),
+                removing=without(partition.removing_replicas), adding=without(partition.adding_replicas))
+        return original(controller, broker_id)
 
     return unregister_broker
 
@@ -618,7 +618,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _mutant("lease-expiry-off-by-one", "LEASE-8", LeaseManager, "expired", lapse_after_the_deadline),
     _mutant("fenced-heartbeat-not-contact", "LEASE-7", LeaseManager, "touch", fenced_heartbeat_is_not_contact),
     _mutant("duplicate-check-ignores-fenced", "REG-4", LeaseManager, "claimed", fenced_registration_gives_its_id_up),
-    _mutant("stale-offset-processed", "LEASE-6", impl_heartbeat, "handle_broker_heartbeat", late_heartbeat_is_processed),
+    _mutant("lower-offset-ignored", "LEASE-6", impl_heartbeat, "handle_broker_heartbeat", lower_offset_heartbeat_is_ignored),
     _mutant("stale-epoch-heartbeat-accepted", "LEASE-4", impl_heartbeat, "handle_broker_heartbeat", stale_epoch_heartbeat_is_accepted),
     # registration
     _mutant("epoch-from-committed-offset", "REG-6", impl_registration, "handle_broker_registration", epoch_from_the_committed_offset),
@@ -633,8 +633,9 @@ MUTANTS: tuple[Mutant, ...] = (
     _mutant("unfencing-elects-nobody", "PART-7", impl_partitions, "unfence_broker", unfencing_elects_nobody),
     # controlled shutdown
     _mutant("controlled-shutdown-not-sticky", "SHUT-1", impl_heartbeat, "handle_broker_heartbeat", controlled_shutdown_is_forgotten),
-    _mutant("leadership-to-ineligible-broker", "SHUT-2", impl_partitions, "move_leaderships", leadership_moves_to_a_broker_shutting_down),
-    _mutant("should-shut-down-while-leading", "SHUT-3", impl_heartbeat, "controlled_shutdown", shut_down_while_leading),
+    _mutant("leadership-to-ineligible-broker", "SHUT-2", impl_partitions, "enter_controlled_shutdown",
+            leadership_moves_to_a_broker_shutting_down),
+    _mutant("shutdown-granted-at-once", "SHUT-3", impl_heartbeat, "controlled_shutdown", shutdown_granted_at_once),
     # AlterIsr
     _mutant("leader-epoch-check-skipped", "ISR-4", impl_alter_isr, "_alter_partition", leader_epoch_is_not_checked),
     _mutant("non-leader-isr-change-accepted", "ISR-5", impl_alter_isr, "_alter_partition", any_broker_may_change_the_isr),
@@ -642,7 +643,8 @@ MUTANTS: tuple[Mutant, ...] = (
     _mutant("fenced-isr-member-accepted", "ISR-8", impl_alter_isr, "_alter_partition", ineligible_replica_is_accepted),
     # partitions
     _mutant("change-record-repeats-lists", "PART-5", impl_builder, "build_change", change_records_repeat_unchanged_lists),
-    _mutant("unregistered-broker-left-in-replicas", "PART-8", impl_partitions, "unregister_broker", unregistered_broker_stays_a_replica),
+    _mutant("unregistered-broker-leaves-replicas", "PART-8", impl_partitions, "unregister_broker",
+            unregistered_broker_leaves_the_replicas),
     # reassignment
     _mutant("reassignment-complete-too-early", "REASSIGN-6", impl_builder, "reassignment_complete", one_adding_replica_completes),
     _mutant("reassignment-wrong-replica-order", "REASSIGN-4", impl_reassignment, "start_reassignment", removing_replicas_go_last),
@@ -667,8 +669,11 @@ EDITS: tuple[Mutant, ...] = (
           "if registration is None or registration.epoch != request.broker_epoch:", "if registration is None:",
           "AlterIsr from a registered broker is handled whatever broker epoch it carries."),
     _edit("unknown-partition-wrong-error", "ISR-3", impl_alter_isr, "_alter_partition",
-          "return Error.UNKNOWN_TOPIC_OR_PARTITION", "return Error.INVALID_REQUEST",
-          "AlterIsr for an unknown partition answers INVALID_REQUEST."),
+          "return Error.UNKNOWN_TOPIC_OR_PARTITION if", "return Error.INVALID_REQUEST if",
+          "AlterIsr for an unknown partition of a known topic answers INVALID_REQUEST."),
+    _edit("unknown-topic-wrong-error", "ISR-3", impl_alter_isr, "_alter_partition",
+          "else Error.UNKNOWN_TOPIC_ID", "else Error.UNKNOWN_TOPIC_OR_PARTITION",
+          "AlterIsr for a topic id that is not known answers UNKNOWN_TOPIC_OR_PARTITION (the code before DEC-15)."),
     _edit("isr-without-leader-accepted", "ISR-7", impl_alter_isr, "_alter_partition",
           "        or partition.leader not in new_isr\n", "",
           "AlterIsr accepts an ISR that leaves the leader out."),
@@ -682,36 +687,41 @@ EDITS: tuple[Mutant, ...] = (
           "if counts[(topic_id, entry.partition_index)] > 1:", "if counts[(topic_id, entry.partition_index)] > 2:",
           "AlterIsr naming a partition twice handles both entries."),
     # heartbeats and leases
-    _edit("late-heartbeat-answers-no-lao", "LAO-2", impl_heartbeat, "handle_broker_heartbeat",
-          "return _status(controller, registration, lease, version, False)",
-          "return _status(controller, registration, lease, 0, False)",
-          "A heartbeat ignored as late answers LowestAcknowledgedOffset -1."),
+    _edit("refused-heartbeat-answers-lao", "LAO-2", impl_heartbeat, "handle_broker_heartbeat",
+          'Refused("LEASE-4", BrokerHeartbeatResponse(error_code=Error.STALE_BROKER_EPOCH))',
+          'Refused("LEASE-4", BrokerHeartbeatResponse(error_code=Error.STALE_BROKER_EPOCH, lowest_acknowledged_offset='
+          'controller.leases.lowest_acknowledged_offset(controller.committed_offset) if version >= 1 else -1))',
+          "A heartbeat refused for its broker epoch answers the LowestAcknowledgedOffset, not -1."),
     _edit("version-1-heartbeat-answers-no-lao", "LEASE-2", impl_heartbeat, "_status",
           "if version >= 1 else -1", "if version > 1 else -1",
           "A version 1 heartbeat is answered LowestAcknowledgedOffset -1, as version 0 is."),
     _edit("unknown-broker-heartbeat-wrong-error", "LEASE-3", impl_heartbeat, "handle_broker_heartbeat",
-          "error_code=Error.BROKER_ID_NOT_REGISTERED", "error_code=Error.STALE_BROKER_EPOCH",
-          "A heartbeat from an unregistered id answers STALE_BROKER_EPOCH."),
+          'Refused("LEASE-3", BrokerHeartbeatResponse(error_code=Error.STALE_BROKER_EPOCH))',
+          'Refused("LEASE-3", BrokerHeartbeatResponse(error_code=Error.BROKER_ID_NOT_REGISTERED))',
+          "A heartbeat from an unregistered id answers BROKER_ID_NOT_REGISTERED (the code before DEC-15)."),
     _edit("negative-offset-accepted", "LEASE-5", impl_heartbeat, "handle_broker_heartbeat",
-          "if offset < 0:", "if offset < -1:",
+          "if offset < 0 and next_offset_unit:", "if offset < -1 and next_offset_unit:",
           "A heartbeat with CurrentMetadataOffset -1 is accepted."),
     _edit("caught-up-one-offset-early", "LEASE-9", impl_heartbeat, "_status",
-          "is_caught_up=lease.metadata_offset > registration.epoch,", "is_caught_up=lease.metadata_offset >= registration.epoch,",
+          "is_caught_up=has_applied(controller, lease.metadata_offset, registration.epoch),",
+          "is_caught_up=has_applied(controller, lease.metadata_offset + 1, registration.epoch),",
           "IsCaughtUp is said one offset before the broker has applied its own registration."),
     _edit("unfenced-one-offset-early", "LEASE-10", impl_heartbeat, "handle_broker_heartbeat",
-          "elif not request.want_fence and offset > registration.epoch:", "elif not request.want_fence and offset >= registration.epoch:",
+          "elif not request.want_fence and has_applied(controller, offset, registration.epoch):",
+          "elif not request.want_fence and has_applied(controller, offset + 1, registration.epoch):",
           "A fenced broker is unfenced one offset before it has applied its own registration."),
     _edit("fenced-broker-wanting-fence-unfenced", "LEASE-11", impl_heartbeat, "handle_broker_heartbeat",
-          "elif not request.want_fence and offset > registration.epoch:", "elif offset > registration.epoch:",
+          "elif not request.want_fence and has_applied(", "elif has_applied(",
           "A caught-up fenced broker is unfenced even while it sets WantFence."),
     _edit("want-fence-ignored", "LEASE-12", impl_heartbeat, "handle_broker_heartbeat",
-          "if request.want_fence:\n            wants_shutdown", "if False:\n            wants_shutdown",
+          "elif request.want_fence:", "elif False:",
           "An active broker asking to be fenced stays active."),
     _edit("plain-heartbeat-starts-shutdown", "LEASE-13", impl_heartbeat, "handle_broker_heartbeat",
-          "elif request.want_shut_down or lease.in_controlled_shutdown:", "else:",
+          "elif request.want_shut_down:\n            should_shut_down = controlled_shutdown(",
+          "else:\n            should_shut_down = controlled_shutdown(",
           "An active broker that asks for nothing is put in controlled shutdown."),
     _edit("failover-keeps-old-leases", "LEASE-14", Controller, "failover",
-          "        self.leases = LeaseManager(self.config.session_timeout_ms)\n", "        return Outcome(replies=replies)\n",
+          "        self.leases = self._lease_manager()\n", "        return Outcome(replies=replies)\n",
           "A failover keeps the old leases instead of giving every broker a fresh one."),
     # the metadata log
     _edit("batch-leaves-an-offset-gap", "LOG-4", Controller, "_close_batch",
@@ -744,6 +754,9 @@ EDITS: tuple[Mutant, ...] = (
     _edit("sequence-numbers-skip", "RPC-6", Controller, "handle_request",
           "self.next_seq = seq + 1", "self.next_seq = seq + 2",
           "Requests are numbered 0, 2, 4, ... instead of consecutively."),
+    _edit("refusals-answered-at-once-whatever-the-profile", "LOG-7", Controller, "handle_request",
+          "if refusal.rule in self.config.params.answered_at_once:", "if True:",
+          "Every refusal of a whole request is answered at once, before the log as it stood commits, whatever the profile."),
     _edit("unsupported-heartbeat-version-accepted", "RPC-2", impl_heartbeat, "handle_broker_heartbeat",
           "if version not in HEARTBEAT_VERSIONS:", "if version < 0:",
           "A heartbeat of an unsupported version is handled."),
@@ -752,8 +765,8 @@ EDITS: tuple[Mutant, ...] = (
           "record.features, record.rack\n", "record.features, record.rack, False\n",
           "A new registration starts unfenced."),
     _edit("duplicate-registration-answers-an-epoch", "MEM-6", impl_registration, "handle_broker_registration",
-          "return BrokerRegistrationResponse(error_code=Error.DUPLICATE_BROKER_REGISTRATION)",
-          "return BrokerRegistrationResponse(error_code=Error.DUPLICATE_BROKER_REGISTRATION, broker_epoch=existing.epoch)",
+          "BrokerRegistrationResponse(error_code=Error.DUPLICATE_BROKER_REGISTRATION)",
+          "BrokerRegistrationResponse(error_code=Error.DUPLICATE_BROKER_REGISTRATION, broker_epoch=existing.epoch)",
           "A refused duplicate registration answers the registered broker's epoch, not -1."),
     _edit("unregistration-answers-an-error", "MEM-7", impl_registration, "handle_unregister_broker",
           "controller.leases.remove(broker_id)\n    return UnregisterBrokerResponse(error_code=Error.NONE)",
@@ -769,35 +782,40 @@ EDITS: tuple[Mutant, ...] = (
           "epoch = controller.log_end_offset", "epoch = controller.log_end_offset if existing is None else existing.epoch",
           "A new incarnation of a registered broker keeps its predecessor's epoch."),
     _edit("registration-elects-the-new-incarnation", "REG-9", impl_registration, "handle_broker_registration",
-          "    controller.leases.start(broker_id, controller.now_ms, fenced=True)\n",
+          "    lease = controller.leases.start(broker_id, controller.now_ms, fenced=True)\n",
           "    from kraftspec.impl.partitions import partition_change\n"
           "    from kraftspec.impl.replication import NO_LEADER\n"
           "    for partition in controller.state.replication.partitions_of(broker_id):\n"
           "        if partition.leader == NO_LEADER and broker_id in partition.isr:\n"
           "            partition_change(controller, partition, leader=broker_id)\n"
-          "    controller.leases.start(broker_id, controller.now_ms, fenced=True)\n",
+          "    lease = controller.leases.start(broker_id, controller.now_ms, fenced=True)\n",
           "Registering a new incarnation makes it leader where it is the sole, leaderless in-sync replica."),
     _edit("unregister-unknown-refused", "UNREG-1", impl_registration, "handle_unregister_broker",
-          "if registration is None:\n        return UnregisterBrokerResponse(error_code=Error.NONE)",
-          "if registration is None:\n        return UnregisterBrokerResponse(error_code=Error.BROKER_ID_NOT_REGISTERED)",
-          "Unregistering an unknown broker id answers BROKER_ID_NOT_REGISTERED."),
+          "error = Error[controller.config.params.unregister_unknown_error]", "error = Error.BROKER_ID_NOT_REGISTERED",
+          "Unregistering an unknown broker id answers BROKER_ID_NOT_REGISTERED whatever the profile."),
     _edit("unregistered-broker-left-in-isrs", "UNREG-2", impl_partitions, "unregister_broker",
-          "isr=without(partition.isr),", "isr=partition.isr,",
-          "Unregistering takes the broker out of the replicas but leaves it in the ISRs."),
+          "    leave_isrs(controller, broker_id)\n    controller._add(UnregisterBrokerRecord",
+          "    controller._add(UnregisterBrokerRecord",
+          "Unregistering leaves the broker in its ISRs and leaderships."),
     # partitions and controlled shutdown
     _edit("fenced-broker-eligible", "PART-3", impl_partitions, "is_eligible_leader",
           "    if not controller.state.cluster.is_active(broker_id):\n        return False\n", "",
           "A fenced broker can be elected leader."),
     _edit("election-picks-the-last-replica", "PART-4", impl_builder, "build_change",
-          "else elect(replicas, isr, eligible)", "else elect(tuple(reversed(replicas)), isr, eligible)",
+          "leader = elect(preferred_order(replicas, removing), isr, eligible)",
+          "leader = elect(tuple(reversed(preferred_order(replicas, removing))), isr, eligible)",
           "Elections pick the last eligible in-sync replica instead of the first."),
     _edit("fenced-broker-may-not-shut-down", "SHUT-4", impl_heartbeat, "handle_broker_heartbeat",
-          "elif request.want_shut_down:\n        should_shut_down = True",
-          "elif request.want_shut_down:\n        should_shut_down = False",
+          "elif request.want_shut_down:  # SHUT-4\n        should_shut_down = True",
+          "elif request.want_shut_down:  # SHUT-4\n        should_shut_down = False",
           "A fenced broker asking to shut down is not let go."),
     _edit("shutting-down-broker-eligible", "SHUT-5", impl_partitions, "is_eligible_leader",
           "return lease is None or not lease.in_controlled_shutdown", "return True",
           "A broker in controlled shutdown can be elected leader."),
+    _edit("shutdown-grant-ignores-lagging-brokers", "SHUT-3", impl_heartbeat, "shutdown_progress",
+          "if not lease.in_controlled_shutdown and not has_applied(controller, lease.metadata_offset, target):",
+          "if False:",
+          "A broker in controlled shutdown is let go without waiting for the active brokers to apply its move (kafka profile)."),
     _edit("should-shut-down-said-to-a-leader", "SHUT-6", impl_heartbeat, "handle_broker_heartbeat",
           "should_shut_down = controlled_shutdown(controller, broker_id)",
           "should_shut_down = controlled_shutdown(controller, broker_id) or request.want_shut_down",
@@ -847,6 +865,10 @@ EDITS: tuple[Mutant, ...] = (
     _edit("assignment-to-unregistered-broker-accepted", "TOPIC-3", impl_topics, "create_topic",
           "or any(b not in brokers for b in replicas)", "or any(b < 0 for b in replicas)",
           "An explicit assignment naming an unregistered broker is accepted."),
+    _edit("placement-ignores-fencing", "TOPIC-4", impl_topics, "create_topic",
+          "unfenced, fenced = placement_candidates(controller)",
+          "unfenced, fenced = sorted(controller.state.cluster.brokers), []",
+          "Placement by replication factor goes round robin over every registered broker, fenced ones among them (the rule before DEC-26)."),
     _edit("new-partition-isr-holds-every-replica", "TOPIC-5", impl_topics, "create_topic",
           "isrs = [tuple(b for b in replicas if is_eligible_leader(controller, b)) for replicas in assignment]",
           "isrs = [tuple(replicas) for replicas in assignment]",
@@ -859,7 +881,7 @@ EDITS: tuple[Mutant, ...] = (
           "An explicit assignment whose partitions have different replica counts is accepted."),
     _edit("records-of-earlier-topics-not-counted", "TOPIC-11", impl_topics, "handle_create_topics",
           "room -= len(records)", "room -= 0",
-          "The records of a request's earlier topics do not count against its bound: two topics of 6,000 partitions are created."),
+          "The records of a request's earlier topics do not count against its bound: two topics of 5,000 partitions (10,002 records) are created."),
     _edit("delete-resolves-uncommitted-names", "TOPIC-10", impl_topics, "handle_delete_topics",
           "committed_id = replication.committed_topic_id(name)",
           "committed_id = replication.topics_by_name[name].topic_id if name in replication.topics_by_name else None",

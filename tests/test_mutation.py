@@ -95,11 +95,11 @@ def duplicate_check_ignores_fenced(c):
     c.register(1, generation=1)
 
 
-def stale_offset_processed(c):
+def lower_offset_ignored(c):
     c.start_brokers(1)
     c.heartbeat(1)
     c.mark()
-    c.heartbeat(1, offset=c.state.leases[1].metadata_offset - 1)  # a late copy: its LowestAcknowledgedOffset shows it
+    c.heartbeat(1, offset=c.state.leases[1].metadata_offset - 1, want_fence=True)  # a lower offset, handled in full: fenced
 
 
 def stale_epoch_heartbeat_accepted(c):
@@ -170,28 +170,36 @@ def unfencing_elects_nobody(c):
 def controlled_shutdown_not_sticky(c):
     c.start_brokers(1, 2)
     a_topic_on(c, (1, 2))
-    c.heartbeat(2, want_fence=True)
-    c.heartbeat(2)  # unfenced again, out of the ISR
-    c.heartbeat(1, want_shut_down=True)  # nobody else in sync: 1 stays leader, in controlled shutdown
-    c.alter_isr(1, "t", [1, 2])
+    c.heartbeat(1, want_shut_down=True)  # kafka profile: 1 leaves t's ISR and leadership, and stays in controlled shutdown
+    c.heartbeat(2)  # 2 has applied the move
     c.mark()
-    c.heartbeat(1)  # still shutting down: leadership moves to 2, and 1 may go
+    c.heartbeat(1)  # asking for nothing, still shutting down: 1 leads nothing, so it is let go
+
+
+controlled_shutdown_not_sticky.profile = "kafka"
 
 
 def leadership_to_ineligible_broker(c):
     c.start_brokers(1, 2, 3)
     a_topic_on(c, (1, 2, 3))
     a_topic_on(c, (2,), name="u")
-    c.heartbeat(2, want_shut_down=True)  # 2 leads u alone: it stays in controlled shutdown
+    c.heartbeat(2, want_shut_down=True)  # kafka profile: 2 led u, so it stays in controlled shutdown, out of t's ISR
+    c.alter_isr(1, "t", [1, 2, 3])  # 2 is unfenced: back in t's ISR
     c.mark()
     c.heartbeat(1, want_shut_down=True)  # t's leadership goes to 3, not to 2
 
 
-def should_shut_down_while_leading(c):
-    c.start_brokers(1)
-    a_topic_on(c, (1,))
+leadership_to_ineligible_broker.profile = "kafka"
+
+
+def shutdown_granted_at_once(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
     c.mark()
-    c.heartbeat(1, want_shut_down=True)
+    c.heartbeat(1, want_shut_down=True)  # kafka profile: 1 led t, so it waits for 2 to apply the move
+
+
+shutdown_granted_at_once.profile = "kafka"
 
 
 def leader_epoch_check_skipped(c):
@@ -230,7 +238,7 @@ def change_record_repeats_lists(c):
     c.alter_isr(1, "t", [1])
 
 
-def unregistered_broker_left_in_replicas(c):
+def unregistered_broker_leaves_replicas(c):
     c.start_brokers(1, 2)
     a_topic_on(c, (1, 2))
     c.mark()
@@ -299,9 +307,16 @@ WITNESSES = {
 }
 
 
+def scenario_cluster(scenario) -> Scenario:
+    """A cluster for the scenario: of its profile (a ``profile`` attribute, for a rule of the kafka
+    profile), else of the default configuration."""
+    profile = getattr(scenario, "profile", None)
+    return Scenario(Config.for_profile(profile) if profile else None)
+
+
 def witness(name: str) -> tuple[Trace, int]:
     """The mutant's witness trace and the step from which it may diverge."""
-    c = Scenario()
+    c = scenario_cluster(WITNESSES[name])
     WITNESSES[name](c)
     return c.trace(name), c.decisive
 
@@ -519,10 +534,41 @@ def delete_resolves_uncommitted_names(c):
     c.delete_topics("t", commit=False)
 
 
+def unknown_partition_wrong_error(c):
+    c.start_brokers(1)
+    a_topic_on(c, (1,))
+    c.mark()
+    c.request(AlterIsrRequest(1, c.epoch(1), [AlterIsrTopic(topic_id("t"), [AlterIsrPartition(3, 0, [1], 0)])]))  # no partition 3
+
+
+def shutting_down_broker_eligible(c):
+    c.start_brokers(1, 2, 3)
+    a_topic_on(c, (1, 2, 3))
+    a_topic_on(c, (2,), name="u")
+    c.heartbeat(2, want_shut_down=True)  # kafka profile: 2 stays in controlled shutdown, out of t's ISR
+    c.alter_isr(1, "t", [1, 2, 3])
+    c.mark()
+    c.heartbeat(1, want_fence=True)  # 3 leads t, not 2
+
+
+shutting_down_broker_eligible.profile = "kafka"
+
+
+def shutdown_grant_ignores_lagging_brokers(c):
+    c.start_brokers(1, 2)
+    a_topic_on(c, (1, 2))
+    c.heartbeat(1, want_shut_down=True)  # kafka profile: 1 gives t up and waits
+    c.mark()
+    c.heartbeat(1)  # 2 has not applied the move yet: 1 is not let go
+
+
+shutdown_grant_ignores_lagging_brokers.profile = "kafka"
+
+
 def records_of_earlier_topics_not_counted(c):
     c.start_brokers(1)
     c.mark()
-    c.request(CreateTopicsRequest([CreatableTopic(name, topic_id(name), 6000, 1) for name in ("a", "b")]))
+    c.request(CreateTopicsRequest([CreatableTopic(name, topic_id(name), 5000, 1) for name in ("a", "b")]))  # 10,002 records
 
 
 EDIT_WITNESSES = {
@@ -532,7 +578,7 @@ EDIT_WITNESSES = {
 
 
 def edit_witness(name: str) -> tuple[Trace, int]:
-    c = Scenario()
+    c = scenario_cluster(EDIT_WITNESSES[name])
     EDIT_WITNESSES[name](c)
     return c.trace(name), c.decisive
 
@@ -703,17 +749,16 @@ def another_cluster_and_session(c):
 def unfencing_elects_only_where_it_is_in_sync(c):
     c.start_brokers(1, 2)
     c.create_topic("t", [[1, 2]])
-    c.create_topic("u", [[2]])  # 2 leads u alone, so its controlled shutdown stays unfinished
-    c.heartbeat(2, want_shut_down=True)  # 2 in controlled shutdown: not eligible
-    c.heartbeat(1, want_fence=True)  # 1 fenced: t's ISR [2], nobody eligible, nobody leads
+    c.heartbeat(1, want_fence=True)  # 1 fenced: t's ISR [2], 2 leads
+    c.heartbeat(2, want_shut_down=True)  # kafka profile: 2 gives t up (its sole ISR member) and waits in controlled shutdown
     c.failover()  # fresh leases: 2 is eligible again, yet nothing elects it
     c.heartbeat(1)  # 1 unfenced, out of t's ISR: no election there
 
 
-def alter_isr_stale_leader_epoch(c):
+def alter_isr_leader_epoch_ahead(c):
     c.start_brokers(1, 2)
     a_topic_on(c, (1, 2))
-    c.alter_isr(1, "t", [1], leader_epoch=c.partition("t").leader_epoch + 1)
+    c.alter_isr(1, "t", [1], leader_epoch=c.partition("t").leader_epoch + 1)  # ahead of the controller's: NOT_CONTROLLER
 
 
 def alter_isr_names_a_broker_outside_the_replicas(c):
@@ -814,18 +859,18 @@ SWEEP_WITNESSES = {
         "impl/registration.py:handle_broker_registration:18",
         "f.min_supported_version < 0 or f.min_supported_version > f.max_supported_version -> "
         "f.min_supported_version < 0 and f.min_supported_version > f.max_supported_version")]),
-    registration_retry_is_contact: (None, [("impl/registration.py:handle_broker_registration:34", "controller.leases.touch(broker_id, controller.now_ms) -> pass")]),
-    heartbeat_offset_zero: (None, [("impl/heartbeat.py:handle_broker_heartbeat:13", "offset < 0 -> offset <= 0"),
-                                   ("impl/heartbeat.py:handle_broker_heartbeat:15", "0 -> 1")]),
-    alter_isr_after_a_completed_reassignment: (None, [("impl/alter_isr.py:handle_alter_isr:26", "continue -> break")]),
+    registration_retry_is_contact: (None, [("impl/registration.py:_retried:1", "controller.leases.touch(broker_id, controller.now_ms).released = False -> pass")]),
+    heartbeat_offset_zero: (None, [("impl/heartbeat.py:handle_broker_heartbeat:17", "offset < 0 -> offset <= 0"),
+                                   ("impl/heartbeat.py:handle_broker_heartbeat:19", "0 -> 1")]),
+    alter_isr_after_a_completed_reassignment: (None, [("impl/alter_isr.py:handle_alter_isr:27", "continue -> break")]),
     another_cluster_and_session: (Config(cluster_id="AnotherClusterIdAAAAAA", session_timeout_ms=9_000),
                                   [("impl/controller.py:Controller.__init__:1", "config or ControllerConfig() -> config and ControllerConfig()")]),
-    unfencing_elects_only_where_it_is_in_sync: (None, [(
+    unfencing_elects_only_where_it_is_in_sync: (Config.for_profile("kafka"), [(
         "impl/partitions.py:unfence_broker:2",
         "partition.leader == NO_LEADER and broker_id in partition.isr -> partition.leader == NO_LEADER or broker_id in partition.isr")]),
-    alter_isr_stale_leader_epoch: (None, [("impl/alter_isr.py:_alter_partition:11", "return Error.FENCED_LEADER_EPOCH -> return None")]),
+    alter_isr_leader_epoch_ahead: (None, [("impl/alter_isr.py:_alter_partition:18", "return Error.NOT_CONTROLLER -> return None")]),
     alter_isr_names_a_broker_outside_the_replicas: (None, [(
-        "impl/alter_isr.py:_alter_partition:24", "any((b not in replicas for b in new_isr)) -> all((b not in replicas for b in new_isr))")]),
+        "impl/alter_isr.py:_alter_partition:36", "any((b not in replicas for b in new_isr)) -> all((b not in replicas for b in new_isr))")]),
     create_topics_at_the_name_limits: (None, [
         ("impl/topics.py:create_topic:6", "0 < len(name) <= MAX_TOPIC_NAME -> 0 < len(name) < MAX_TOPIC_NAME"),
         ("impl/topics.py:create_topic:10", "set(name) <= _LEGAL_NAME_CHARS -> set(name) < _LEGAL_NAME_CHARS")]),
@@ -836,7 +881,7 @@ SWEEP_WITNESSES = {
                                       "topic.num_partitions != -1 and topic.replication_factor != -1"),
         ("impl/topics.py:create_topic:38", "len(by_index) != len(topic.assignments) or sorted(by_index) != list(range(len(by_index))) -> "
                                       "len(by_index) != len(topic.assignments) and sorted(by_index) != list(range(len(by_index)))"),
-        ("impl/topics.py:handle_create_topics:12", "taken.add(topic.topic_id) -> pass")]),
+        ("impl/topics.py:handle_create_topics:25", "taken.add(topic.topic_id) -> pass")]),
     refusals_reached_by_no_other_trace: (None, [
         ("model/topics.py:create_topic:13", "return (Error.INVALID_REQUEST, []) -> return None"),
         ("model/topics.py:placement_error:4", "return Error.INVALID_PARTITIONS -> return None"),
