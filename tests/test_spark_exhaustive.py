@@ -1,7 +1,7 @@
 """The exhaustive enumeration on Spark: the same states, paths and violations as the plain
 frontier, and every leaf trace replayed on the executors, passing against impl and failing
 against broken servers exactly where they break. One local session (``local[2]``) for the module,
-on a scope of 2 brokers and 1 partition to depth 2 (256 states, 240 leaf traces)."""
+on a scope of 2 brokers and 1 partition to depth 2 (258 states, 242 leaf traces)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from kraftspec.conformance.subprocess_adapter import adapter_from_spec
 MASTER = "local[2]"
 SCOPE = Scope(brokers=2, partitions=1)
 DEPTH = 2
-MUTANT = "lease-expiry-off-by-one"  # LEASE-8: a lease lapses one tick late; 30 of the 240 traces show it
+MUTANT = "lease-expiry-off-by-one"  # LEASE-8: a lease lapses one tick late; 30 of the 242 traces show it
 BROKEN_SERVER = "subprocess:" + shlex.join([sys.executable, "-c", (
     "from kraftspec.conformance.examples.impl_server import main\n"
     "from kraftspec.conformance.mutation import mutant_named\n"
@@ -91,7 +91,7 @@ def test_the_frontier_on_spark_is_the_plain_frontier(spark, plain, slices):
                                                                               for l in plain.levels]
     assert on_spark.violations == plain.violations
     assert leaf_paths(on_spark) == leaf_paths(plain)
-    assert (plain.states, plain.transitions) == (256, 364)
+    assert (plain.states, plain.transitions) == (258, 366)
 
 
 def test_every_leaf_trace_replays_against_impl_on_the_executors(spark, plain):
@@ -102,13 +102,13 @@ def test_every_leaf_trace_replays_against_impl_on_the_executors(spark, plain):
                                                                    for l in plain.levels[1:]]
     assert (report.states, report.transitions, report.depth_reached) == (plain.states, plain.transitions, DEPTH)
     assert report.violations == ()
-    assert report.leaves == report.replayed == report.passed == len(leaf_paths(plain)) == 240
+    assert report.leaves == report.replayed == report.passed == len(leaf_paths(plain)) == 242
     assert report.failed == 0 and report.failures == () and report.ok
 
     data = json.loads(json.dumps(report.to_json()))
     assert data["scope"] == SCOPE.params() and data["depth"] == DEPTH
     assert (data["states"], data["transitions"], data["leaves"], data["replayed"], data["passed"], data["failed"]) == (
-        256, 364, 240, 240, 240, 0)
+        258, 366, 242, 242, 242, 0)
     assert [level["states"] for level in data["levels"]] == [l.states for l in plain.levels]
     assert data["violations"] == [] and data["failures"] == [] and data["master"] == MASTER
 
@@ -130,7 +130,7 @@ def test_a_broken_implementation_fails_exactly_the_traces_that_show_its_bug(spar
                 expected.add(trace.name)
     assert 0 < len(expected) < report.leaves
     assert {f.name for f in report.failures} == expected
-    assert (report.replayed, report.failed, report.passed) == (240, len(expected), 240 - len(expected))
+    assert (report.replayed, report.failed, report.passed) == (242, len(expected), 242 - len(expected))
     assert not report.ok
     for failure in report.failures:
         assert failure.report.startswith(f"FAIL {failure.name}: ")
@@ -140,7 +140,7 @@ def test_a_broken_implementation_fails_exactly_the_traces_that_show_its_bug(spar
 
 def test_a_server_that_exits_at_once_fails_every_trace_with_its_reason(spark):
     report = explore(spark, SCOPE, DEPTH, "subprocess:exit 3", "records", keep_failures=5)
-    assert (report.replayed, report.passed, report.failed) == (240, 0, 240)
+    assert (report.replayed, report.passed, report.failed) == (242, 0, 242)
     assert len(report.failures) == 5  # all counted, the first five kept
     assert all("exited with code 3" in f.report for f in report.failures)
     assert len(report.to_json()["failures"]) == 5
@@ -160,5 +160,5 @@ def test_kraftspec_conform_exhaustive_writes_the_report(spark, tmp_path, capsys)
     assert code == 0, capsys.readouterr()
     data = json.loads((out / "summary.json").read_text())
     assert data == json.loads((tmp_path / "summary.json").read_text())
-    assert (data["states"], data["transitions"], data["replayed"], data["failed"]) == (256, 364, 240, 0)
+    assert (data["states"], data["transitions"], data["replayed"], data["failed"]) == (258, 366, 242, 0)
     assert data["adapter"] == "impl" and data["violations"] == []
