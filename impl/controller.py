@@ -141,6 +141,9 @@ class Controller:
             DeleteTopicsRequest: handle_delete_topics,
             AlterPartitionReassignmentsRequest: handle_alter_partition_reassignments,
         }
+        # DEC-2: a heartbeat's offset is one more than the highest applied (kip-631), or the highest
+        # applied (kafka); read on every heartbeat, so decided once here
+        self.next_offset_unit = self.config.params.heartbeat_offset == "next-offset"
         if bootstrap:
             self._bootstrap()
 

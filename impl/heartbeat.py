@@ -60,7 +60,7 @@ def handle_broker_heartbeat(controller: Controller, request, version: int):
 def has_applied(controller: Controller, recorded: int, offset: int) -> bool:
     """DEC-2: a recorded CurrentMetadataOffset says the record at ``offset`` is applied (one more
     than the highest applied in the kip-631 profile, the highest applied in the kafka profile)."""
-    return recorded > offset if controller.config.params.heartbeat_offset == "next-offset" else recorded >= offset
+    return recorded > offset if controller.next_offset_unit else recorded >= offset
 
 
 def _status(controller: Controller, registration, lease, version: int, should_shut_down: bool):

@@ -21,12 +21,15 @@ def handle_create_topics(controller: Controller, request, version: int):
     """TOPIC-1 to TOPIC-6, TOPIC-9 and TOPIC-11: every topic is planned first, and its records are
     added only once the whole request is known to fit in one operation."""
     result = CreateTopicsResponse.CreatableTopicResult
-    refused = Refused("TOPIC-11", CreateTopicsResponse(topics=tuple(  # refused as a whole, nothing written
-        result(name=t.name, topic_id=ZERO_UUID, error_code=Error.POLICY_VIOLATION) for t in request.topics)))
+
+    def refused() -> Refused:  # TOPIC-11: the request refused as a whole, nothing written
+        return Refused("TOPIC-11", CreateTopicsResponse(topics=tuple(
+            result(name=t.name, topic_id=ZERO_UUID, error_code=Error.POLICY_VIOLATION) for t in request.topics)))
+
     asked = sum(len(t.assignments) if t.assignments else (1 if t.num_partitions == -1 else max(t.num_partitions, 0))
                 for t in request.topics)
     if asked > MAX_PARTITIONS_PER_REQUEST:  # TOPIC-11: the partitions asked for, before any check
-        return refused
+        return refused()
     seen: set[str] = set()
     taken: set = set()  # the ids of the topics planned before, as the image would have them
     plans, room = [], MAX_RECORDS_PER_REQUEST
@@ -35,7 +38,7 @@ def handle_create_topics(controller: Controller, request, version: int):
         seen.add(topic.name)
         error, records = create_topic(controller, topic, first, taken, room)
         if error == Error.POLICY_VIOLATION:  # TOPIC-11
-            return refused
+            return refused()
         if records:
             taken.add(topic.topic_id)
             room -= len(records)
