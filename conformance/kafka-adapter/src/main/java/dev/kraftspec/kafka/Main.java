@@ -20,7 +20,9 @@ import org.apache.kafka.server.common.MetadataVersion;
  * QuorumController. One line in, one line out, in order; a fresh controller for every trace.
  *
  * <p>Usage: {@code java -cp CLASSPATH dev.kraftspec.kafka.Main --schemas DIR [--metadata-version 3.7-IV1]},
- * where DIR is kraftspec's spec/schemas/rpcs folder.
+ * where DIR is kraftspec's spec/schemas/rpcs folder (its sibling folders kafka-records and records
+ * hold the record definitions). The metadata.version given is Kafka's for traces that finalize
+ * metadata.format; a trace that finalizes metadata.version itself runs Kafka at that level.
  */
 public final class Main {
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -51,8 +53,6 @@ public final class Main {
         Writer out = new OutputStreamWriter(protocolOut, StandardCharsets.UTF_8);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         Neutral neutral = new Neutral(schemas);
-        String name = "Apache Kafka " + kafkaVersion() + " QuorumController (metadata.version "
-            + metadataVersion.version() + ")";
         Session session = null;
         String line;
         while ((line = in.readLine()) != null) {
@@ -71,6 +71,8 @@ public final class Main {
                             throw new IllegalArgumentException("this adapter speaks protocol 1");
                         }
                         session = new Session(message.get("config"), metadataVersion, neutral);
+                        String name = "Apache Kafka " + kafkaVersion() + " QuorumController (metadata.version "
+                            + session.metadataVersion().version() + ")";
                         answer = MAPPER.createObjectNode().put("type", "started").put("protocol", 1).put("name", name);
                         answer.putArray("levels").add("responses").add("state").add("records");
                         // Both profiles: Kafka is the system under test; a kip-631 trace measures how

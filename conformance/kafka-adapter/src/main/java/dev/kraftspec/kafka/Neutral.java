@@ -6,15 +6,20 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.UnaryOperator;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
+
+import org.apache.kafka.common.Uuid;
 
 import org.apache.kafka.common.metadata.MetadataJsonConverters;
 import org.apache.kafka.common.protocol.ApiMessage;
@@ -32,11 +37,21 @@ import org.apache.kafka.server.common.ApiMessageAndVersion;
 final class Neutral {
     static final JsonNodeFactory JSON = JsonNodeFactory.instance;
     private static final ObjectMapper MAPPER = new ObjectMapper();
+    /**
+     * kraftspec's folders of record definitions, siblings of the rpcs folder, the first naming a
+     * type winning: Kafka's own definitions of the types the kafka profile writes differently, then
+     * seed 000's for the rest (spec/schemas/__init__.py, FORMATS).
+     */
+    private static final List<String> RECORD_FOLDERS = List.of("kafka-records", "records");
 
     private final Path schemas;
     private final Map<String, JsonNode> schemaCache = new HashMap<>();
+    private final Map<String, Optional<JsonNode>> recordSchemaCache = new HashMap<>();
 
-    /** {@code schemas}: kraftspec's spec/schemas/rpcs folder, for the fields a reply may carry. */
+    /**
+     * {@code schemas}: kraftspec's spec/schemas/rpcs folder, for the fields a reply may carry; the
+     * record folders beside it give the fields a record has.
+     */
     Neutral(Path schemas) {
         this.schemas = schemas;
     }
@@ -64,15 +79,81 @@ final class Neutral {
         return keepSchemaFields(renameKeys(json, Neutral::upperFirst), schema(api + "Response").get("fields"), version);
     }
 
-    /** A record in the neutral form: its type, version, data (Kafka's fields), and frame bytes. */
-    static ObjectNode record(long offset, ApiMessageAndVersion amv) {
+    /**
+     * A record in the neutral form: its type, version, data, and frame bytes. The data are Kafka's
+     * fields, completed to every field kraftspec's schema of the type has at that version: Kafka's
+     * JSON converter leaves out a tagged field at its default, the neutral form has them all
+     * (spec/traces.md). The schema's fields come first, in its order; a field of Kafka's that
+     * kraftspec's schema lacks follows them, unchanged, for the comparison to show. A type
+     * kraftspec has no schema for is left as Kafka wrote it.
+     */
+    ObjectNode record(long offset, ApiMessageAndVersion amv) {
+        String type = amv.message().getClass().getSimpleName();
         ObjectNode out = JSON.objectNode();
         out.put("offset", offset);
-        out.put("type", amv.message().getClass().getSimpleName());
+        out.put("type", type);
         out.put("version", amv.version());
-        out.set("data", renameKeys(MetadataJsonConverters.writeJson(amv.message(), amv.version()), Neutral::upperFirst));
+        JsonNode data = renameKeys(MetadataJsonConverters.writeJson(amv.message(), amv.version()), Neutral::upperFirst);
+        Optional<JsonNode> schema = recordSchema(type);
+        out.set("data", schema.isPresent() ? withEveryField(data, schema.get().get("fields"), amv.version()) : data);
         out.put("frame", hex(frame(amv)));
         return out;
+    }
+
+    /**
+     * {@code value} with every field of {@code fields} at {@code version}, in the schema's order,
+     * a missing one at its default; then the fields the schema lacks, in {@code value}'s order.
+     * Arrays of structs and structs are completed element by element, field by field.
+     */
+    static JsonNode withEveryField(JsonNode value, JsonNode fields, int version) {
+        if (value instanceof ArrayNode array) {
+            ArrayNode out = JSON.arrayNode();
+            array.forEach(item -> out.add(withEveryField(item, fields, version)));
+            return out;
+        }
+        if (!(value instanceof ObjectNode object) || fields == null) {
+            return value;
+        }
+        ObjectNode out = JSON.objectNode();
+        for (JsonNode field : fields) {
+            String name = field.get("name").asText();
+            if (!inVersion(field.get("versions").asText(), version)) {
+                continue;
+            }
+            out.set(name, object.has(name)
+                ? withEveryField(object.get(name), field.get("fields"), version)
+                : defaultValue(field));
+        }
+        object.fields().forEachRemaining(f -> {
+            if (!out.has(f.getKey())) {
+                out.set(f.getKey(), f.getValue());
+            }
+        });
+        return out;
+    }
+
+    /**
+     * The value a field has when it is not given, as kraftspec's schemas define it
+     * (spec/schemas/__init__.py, default_value): the schema's default, else the type's zero value.
+     */
+    static JsonNode defaultValue(JsonNode field) {
+        String kind = field.get("type").asText();
+        String raw = field.hasNonNull("default") ? field.get("default").asText() : null;
+        if ("null".equals(raw)) {
+            return NullNode.getInstance();
+        }
+        if (kind.startsWith("[]")) {
+            return JSON.arrayNode();
+        }
+        return switch (kind) {
+            case "bool" -> JSON.booleanNode("true".equals(raw));
+            case "int8", "int16", "int32", "uint16" -> JSON.numberNode(raw == null ? 0 : Integer.parseInt(raw));
+            case "int64" -> JSON.numberNode(raw == null ? 0L : Long.parseLong(raw));
+            case "float64" -> JSON.numberNode(raw == null ? 0.0 : Double.parseDouble(raw));
+            case "uuid" -> JSON.textNode(Uuid.ZERO_UUID.toString());
+            case "bytes" -> JSON.textNode(""); // empty bytes, in base64
+            default -> JSON.textNode(raw == null ? "" : raw);
+        };
     }
 
     /** The record's bytes as Kafka's metadata serde frames them (frame version, type, version, payload). */
@@ -118,6 +199,23 @@ final class Neutral {
             } catch (IOException e) {
                 throw new IllegalStateException("cannot read kraftspec's schema " + schemas.resolve(n + ".json"), e);
             }
+        });
+    }
+
+    /** kraftspec's definition of the record type {@code name}: kafka-records/ first, then records/. */
+    private Optional<JsonNode> recordSchema(String name) {
+        return recordSchemaCache.computeIfAbsent(name, n -> {
+            for (String folder : RECORD_FOLDERS) {
+                Path file = schemas.resolveSibling(folder).resolve(n + ".json");
+                if (Files.isRegularFile(file)) {
+                    try {
+                        return Optional.of(MAPPER.readTree(Files.readString(file)));
+                    } catch (IOException e) {
+                        throw new IllegalStateException("cannot read kraftspec's schema " + file, e);
+                    }
+                }
+            }
+            return Optional.empty();
         });
     }
 

@@ -1,8 +1,12 @@
 package dev.kraftspec.kafka;
 
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -63,8 +67,16 @@ import org.apache.kafka.server.fault.FaultHandler;
  * reads what the event did (records appended, replies completed), so each step's result is exact.
  */
 final class Session implements AutoCloseable {
-    /** The metadata.format level of the trace stands for this metadata.version of Kafka's. */
+    /**
+     * The metadata.version Kafka runs at: the trace's own when its finalized features name
+     * metadata.version, else the adapter's, for which the trace's metadata.format range stands.
+     */
     private final MetadataVersion metadataVersion;
+    /**
+     * Whether the trace finalizes metadata.version itself: then registrations' features go to Kafka
+     * as they are; otherwise metadata.format is translated (formatRange).
+     */
+    private final boolean featuresAsGiven;
     private final MockClock clock = new MockClock();
     private final MemoryRaft raft = new MemoryRaft(clock);
     private final QuorumController controller;
@@ -83,10 +95,18 @@ final class Session implements AutoCloseable {
     private record Pending(int seq, String api, int version, JsonNode request, CompletableFuture<JsonNode> reply) {
     }
 
-    Session(JsonNode config, MetadataVersion metadataVersion, Neutral neutral) throws Exception {
-        this.metadataVersion = metadataVersion;
+    /**
+     * {@code adapterMetadataVersion}: the adapter's metadata.version (--metadata-version), for a
+     * trace whose finalized features do not name metadata.version.
+     */
+    Session(JsonNode config, MetadataVersion adapterMetadataVersion, Neutral neutral) throws Exception {
         this.neutral = neutral;
-        this.formatRange = featureRange(config.get("finalized_features"), "metadata.format");
+        JsonNode finalized = config.get("finalized_features");
+        int[] traceLevels = featureRange(finalized, MetadataVersion.FEATURE_NAME);
+        this.featuresAsGiven = traceLevels != null;
+        this.metadataVersion = featuresAsGiven ? traceMetadataVersion(traceLevels) : adapterMetadataVersion;
+        int[] format = featureRange(finalized, "metadata.format");
+        this.formatRange = format != null ? format : new int[] {0, 0};
         JsonNode profile = config.get("profile");
         boolean kafkaProfile = profile != null && profile.asText().equals("kafka");
         this.heartbeatOffsetShift = kafkaProfile ? 0 : 1;
@@ -169,7 +189,7 @@ final class Session implements AutoCloseable {
         for (Batch<ApiMessageAndVersion> batch : raft.drainAppended()) {
             long offset = batch.baseOffset();
             for (ApiMessageAndVersion amv : batch.records()) {
-                ObjectNode record = Neutral.record(offset++, amv);
+                ObjectNode record = neutral.record(offset++, amv);
                 learnTopicId(record);
                 Neutral.mapTopicIds(record.get("data"), this::toTraceId);
                 records.add(record);
@@ -228,7 +248,7 @@ final class Session implements AutoCloseable {
         ArrayNode features = Neutral.JSON.arrayNode();
         for (JsonNode f : body.get("Features")) {
             ObjectNode feature = f.deepCopy();
-            if (f.get("Name").asText().equals("metadata.format")) {
+            if (!featuresAsGiven && f.get("Name").asText().equals("metadata.format")) {
                 // Kafka keeps one level per feature: a broker that supports the trace's finalized
                 // metadata.format range supports the adapter's metadata.version, and one that does not, does not.
                 boolean supports = f.get("MinSupportedVersion").asInt() <= formatRange[0]
@@ -438,21 +458,86 @@ final class Session implements AutoCloseable {
 
     /**
      * The committed state as Kafka's own image writer gives it: the minimal records of the
-     * committed metadata, as a Kafka snapshot holds them, in the neutral form.
+     * committed metadata, as a Kafka snapshot holds them, in the neutral form (each record with
+     * every field of the version the writer gave it), in the order of LOG-11.
      */
     ArrayNode committed() {
         RecordListWriter writer = new RecordListWriter();
         committedImage.write(writer, new ImageWriterOptions.Builder(committedImage).build());
-        ArrayNode out = Neutral.JSON.arrayNode();
+        List<ObjectNode> records = new ArrayList<>();
         for (ApiMessageAndVersion amv : writer.records()) {
-            ObjectNode record = Neutral.record(0, amv);
+            ObjectNode record = neutral.record(0, amv);
             record.remove("offset");
             record.remove("version");
             record.remove("frame");
+            records.add(record);
+        }
+        ArrayNode out = Neutral.JSON.arrayNode();
+        // Ordered by Kafka's own topic ids, which are unique, where two topics may carry one trace id.
+        for (ObjectNode record : inSnapshotOrder(records)) {
             Neutral.mapTopicIds(record.get("data"), this::toTraceId);
             out.add(record);
         }
         return out;
+    }
+
+    /**
+     * LOG-11's order, where Kafka's image writer follows its maps' (brokers, topics and partitions
+     * are hash maps): the FeatureLevelRecords by feature name; the RegisterBrokerRecords by broker
+     * id; for each topic by name, its TopicRecord and then its PartitionRecords by partition id;
+     * then every other record, in Kafka's order. Records are moved, never changed or dropped.
+     */
+    static List<ObjectNode> inSnapshotOrder(List<ObjectNode> records) {
+        List<ObjectNode> features = new ArrayList<>();
+        List<ObjectNode> brokers = new ArrayList<>();
+        List<ObjectNode> topics = new ArrayList<>();
+        Map<String, List<ObjectNode>> partitionsByTopicId = new HashMap<>();
+        List<ObjectNode> partitions = new ArrayList<>();
+        List<ObjectNode> others = new ArrayList<>();
+        for (ObjectNode record : records) {
+            JsonNode data = record.get("data");
+            switch (record.get("type").asText()) {
+                case "FeatureLevelRecord" -> features.add(record);
+                case "RegisterBrokerRecord" -> brokers.add(record);
+                case "TopicRecord" -> topics.add(record);
+                case "PartitionRecord" -> {
+                    partitions.add(record);
+                    partitionsByTopicId.computeIfAbsent(data.path("TopicId").asText(), k -> new ArrayList<>()).add(record);
+                }
+                default -> others.add(record);
+            }
+        }
+        Comparator<ObjectNode> byName = (a, b) -> byCodePoints(a.get("data").path("Name").asText(),
+            b.get("data").path("Name").asText());
+        features.sort(byName);
+        brokers.sort(Comparator.comparingLong(r -> r.get("data").path("BrokerId").asLong()));
+        topics.sort(byName);
+        List<ObjectNode> out = new ArrayList<>(records.size());
+        out.addAll(features);
+        out.addAll(brokers);
+        Set<ObjectNode> placed = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (ObjectNode topic : topics) {
+            out.add(topic);
+            List<ObjectNode> mine = new ArrayList<>(
+                partitionsByTopicId.getOrDefault(topic.get("data").path("TopicId").asText(), List.of()));
+            mine.removeIf(placed::contains); // placed once, whatever the ids
+            mine.sort(Comparator.comparingLong(r -> r.get("data").path("PartitionId").asLong()));
+            out.addAll(mine);
+            placed.addAll(mine);
+        }
+        // A partition whose topic has no TopicRecord (not something Kafka's image holds) stays, after.
+        for (ObjectNode partition : partitions) {
+            if (!placed.contains(partition)) {
+                out.add(partition);
+            }
+        }
+        out.addAll(others);
+        return out;
+    }
+
+    /** Strings by code point, as kraftspec (Python) orders names. */
+    private static int byCodePoints(String a, String b) {
+        return Arrays.compare(a.codePoints().toArray(), b.codePoints().toArray());
     }
 
     // ---- translation helpers ----
@@ -523,13 +608,47 @@ final class Session implements AutoCloseable {
             .setRequestApiVersion((short) version), KafkaPrincipal.ANONYMOUS, OptionalLong.empty());
     }
 
+    /** The finalized range {@code [min, max]} of the feature {@code name}, or null if none is finalized. */
     private static int[] featureRange(JsonNode features, String name) {
+        if (features == null) {
+            return null;
+        }
         for (JsonNode f : features) {
             if (f.get(0).asText().equals(name)) {
                 return new int[] {f.get(1).asInt(), f.get(2).asInt()};
             }
         }
-        return new int[] {0, 0};
+        return null;
+    }
+
+    /**
+     * The metadata.version a trace finalizes, {@code [L, L]}: Kafka's at feature level L. Kafka keeps
+     * one level per feature, so a range is refused, and so is a level this Kafka release does not know.
+     */
+    private static MetadataVersion traceMetadataVersion(int[] levels) {
+        if (levels[0] != levels[1]) {
+            throw new IllegalArgumentException("the trace finalizes metadata.version as the range [" + levels[0]
+                + ", " + levels[1] + "]; Kafka finalizes one level per feature, so the adapter needs min == max");
+        }
+        int level = levels[0];
+        MetadataVersion[] known = MetadataVersion.VERSIONS;
+        String knownLevels = "it knows levels " + known[0].featureLevel() + " (" + known[0].version() + ") to "
+            + known[known.length - 1].featureLevel() + " (" + known[known.length - 1].version() + ")";
+        if (level < Short.MIN_VALUE || level > Short.MAX_VALUE) {
+            throw new IllegalArgumentException("the trace finalizes metadata.version at level " + level
+                + ", which Apache Kafka " + Main.kafkaVersion() + " does not support: " + knownLevels);
+        }
+        try {
+            return MetadataVersion.fromFeatureLevel((short) level);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("the trace finalizes metadata.version at level " + level
+                + ", which Apache Kafka " + Main.kafkaVersion() + " does not support: " + knownLevels, e);
+        }
+    }
+
+    /** The metadata.version Kafka runs at in this session. */
+    MetadataVersion metadataVersion() {
+        return metadataVersion;
     }
 
     static Throwable unwrap(Throwable e) {
