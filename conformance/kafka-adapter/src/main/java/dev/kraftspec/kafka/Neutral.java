@@ -273,6 +273,27 @@ final class Neutral {
         return s.isEmpty() ? s : Character.toUpperCase(s.charAt(0)) + s.substring(1);
     }
 
+    /** A uuid's 16 bytes as a frame holds them (the most significant long first, big-endian), in hex. */
+    static String uuidHex(Uuid uuid) {
+        return String.format("%016x%016x", uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
+    }
+
+    /** {@code hex} with every whole-byte occurrence of the bytes {@code from} replaced by {@code to}. */
+    static String replaceBytes(String hex, String from, String to) {
+        StringBuilder out = new StringBuilder(hex.length());
+        int i = 0;
+        while (i < hex.length()) {
+            if (hex.startsWith(from, i)) {
+                out.append(to);
+                i += from.length();
+            } else {
+                out.append(hex, i, i + 2);
+                i += 2;
+            }
+        }
+        return out.toString();
+    }
+
     static String hex(byte[] bytes) {
         StringBuilder sb = new StringBuilder(bytes.length * 2);
         for (byte b : bytes) {

@@ -191,7 +191,12 @@ final class Session implements AutoCloseable {
             for (ApiMessageAndVersion amv : batch.records()) {
                 ObjectNode record = neutral.record(offset++, amv);
                 learnTopicId(record);
-                Neutral.mapTopicIds(record.get("data"), this::toTraceId);
+                List<String> kafkaIds = new ArrayList<>();
+                Neutral.mapTopicIds(record.get("data"), id -> {
+                    kafkaIds.add(id);
+                    return toTraceId(id);
+                });
+                record.put("frame", traceIdsInFrame(record.get("frame").asText(), kafkaIds));
                 records.add(record);
             }
         }
@@ -588,6 +593,27 @@ final class Session implements AutoCloseable {
                 traceToKafkaId.put(traceId, data.get("TopicId").asText());
             }
         }
+    }
+
+    /**
+     * A record's frame with the trace's topic ids where Kafka's invented ones are, as in its data: a
+     * uuid is its 16 bytes in the frame, so Kafka's bytes are replaced by the trace id's, where they
+     * start on a byte.
+     */
+    private String traceIdsInFrame(String frameHex, List<String> kafkaIds) {
+        String out = frameHex;
+        for (String kafkaId : kafkaIds) {
+            String traceId = toTraceId(kafkaId);
+            if (!traceId.equals(kafkaId)) {
+                try {
+                    out = Neutral.replaceBytes(out, Neutral.uuidHex(Uuid.fromString(kafkaId)),
+                        Neutral.uuidHex(Uuid.fromString(traceId)));
+                } catch (IllegalArgumentException e) {
+                    // not a uuid Kafka can read: the frame keeps Kafka's bytes, and the comparison shows them
+                }
+            }
+        }
+        return out;
     }
 
     private JsonNode traceIds(JsonNode node) {
