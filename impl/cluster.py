@@ -1,32 +1,43 @@
 """Registrations and finalized features: the cluster's membership (hard state).
 
 Changed only by replaying records (REG-8, UNREG-3, LEASE-15, LOG-17); a record that does
-not apply changes nothing (LOG-13).
+not apply changes nothing (LOG-13). Both record formats replay here (DEC-22): seed 000's
+RegisterBrokerRecord, FenceBrokerRecord and UnfenceBrokerRecord, and Kafka's RegisterBrokerRecord
+and BrokerRegistrationChangeRecord, which also record whether a registration is in controlled
+shutdown.
 """
 
 from __future__ import annotations
 
 from uuid import UUID
 
+from .formats import FENCE, IN_CONTROLLED_SHUTDOWN, UNFENCE
 from .journal import Journal
 
 
 class Registration:
     """A registered broker (MEM-1)."""
 
-    __slots__ = ("broker_id", "incarnation_id", "epoch", "end_points", "features", "rack", "fenced")
+    __slots__ = ("broker_id", "incarnation_id", "epoch", "end_points", "features", "rack", "fenced", "in_controlled_shutdown")
 
-    def __init__(self, broker_id: int, incarnation_id: UUID, epoch: int, end_points, features, rack, fenced: bool = True):
+    def __init__(
+        self, broker_id: int, incarnation_id: UUID, epoch: int, end_points, features, rack, fenced: bool = True,
+        in_controlled_shutdown: bool = False,
+    ):
         self.broker_id = broker_id
         self.incarnation_id = incarnation_id
         self.epoch = epoch
         self.end_points = end_points
-        self.features = features
+        self.features = features  # the record formats' BrokerFeature structs (DEC-22)
         self.rack = rack
         self.fenced = fenced
+        self.in_controlled_shutdown = in_controlled_shutdown  # DEC-22: recorded by Kafka's records only
 
     def fields(self) -> tuple:
-        return (self.broker_id, self.incarnation_id, self.epoch, self.end_points, self.features, self.rack, self.fenced)
+        return (
+            self.broker_id, self.incarnation_id, self.epoch, self.end_points, self.features, self.rack, self.fenced,
+            self.in_controlled_shutdown,
+        )
 
 
 class ClusterControl:
@@ -53,6 +64,32 @@ class ClusterControl:
         )
         return True
 
+    def replay_kafka_register(self, record) -> bool:
+        """REG-8, DEC-22 (Kafka's records): replaces any registration of the id, fenced and in
+        controlled shutdown as the record says."""
+        self._remember_broker(record.broker_id)
+        self.brokers[record.broker_id] = Registration(
+            record.broker_id, record.incarnation_id, record.broker_epoch, record.end_points, record.features, record.rack,
+            record.fenced, record.in_controlled_shutdown,
+        )
+        return True
+
+    def replay_registration_change(self, record) -> bool:
+        """LEASE-15, DEC-22 (Kafka's records): ``Fenced`` 1 fences, -1 unfences, 0 leaves it;
+        ``InControlledShutdown`` 1 records a controlled shutdown, which only a new registration
+        ends. Returns whether the record applied (the registration's epoch)."""
+        current = self.brokers.get(record.broker_id)
+        if current is None or current.epoch != record.broker_epoch:
+            return False
+        self._remember_broker(record.broker_id)
+        if record.fenced == FENCE:
+            current.fenced = True
+        elif record.fenced == UNFENCE:
+            current.fenced = False
+        if record.in_controlled_shutdown == IN_CONTROLLED_SHUTDOWN:
+            current.in_controlled_shutdown = True
+        return True
+
     def replay_unregister(self, record) -> bool:
         """UNREG-3. Returns whether the record applied."""
         current = self.brokers.get(record.broker_id)
@@ -75,6 +112,12 @@ class ClusterControl:
         """LOG-17."""
         self.journal.remember(("feature", record.name), lambda: self.features.get(record.name))
         self.features[record.name] = (record.min_feature_level, record.max_feature_level)
+        return True
+
+    def replay_kafka_feature_level(self, record) -> bool:
+        """LOG-17, DEC-22 (Kafka's records): one finalized level."""
+        self.journal.remember(("feature", record.name), lambda: self.features.get(record.name))
+        self.features[record.name] = (record.feature_level, record.feature_level)
         return True
 
     def restore(self, key, before) -> None:

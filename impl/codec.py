@@ -12,7 +12,15 @@ byte 0 or 1, ``float64``, a ``uuid`` as 16 bytes; strings, bytes and arrays as a
 varint of length + 1 (0 for null) and then their bytes or elements; and every struct, the
 payload included, ends with its tagged fields (a count, then tag, size and value per field
 present, tags ascending, a field equal to its default left out). A record is framed (LOG-2)
-as three unsigned varints, frame type 0 (DEC-10), record type and version, then its payload.
+as three unsigned varints, frame type, record type and version, then its payload.
+
+Records are written and read per profile: a ``RecordCodec`` (``profile_codec(params)``) holds the
+codecs of the profile's record formats (``record_formats``, DEC-22: seed 000's records, or
+Kafka's at metadata.version 3.7-IV1 where they differ) with its frame type (``frame_type``,
+DEC-10: 0, or Kafka's 1), and writes each record at the version its formats write it
+(``record_version``: RegisterBrokerRecord at 2 in Kafka's). Every profile's codec is built at
+import. ``encode_record`` and ``decode_record`` take any of impl's record classes and the
+default profile's formats and frame type unless told otherwise.
 
 Decoding trusts nothing it reads. Every failure is a ``CodecError`` naming the byte offset
 and the problem; a claimed length is checked against the bytes left before anything is
@@ -38,10 +46,12 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
+from kraftspec.spec.profiles import Profile, profile_names
+from kraftspec.spec.profiles import profile as profile_named
 from kraftspec.spec.schemas import record_schemas, rpc_schemas
 
 from .codegen import CodecWriter, element_field, is_nullable, present_fields
-from .messages import MESSAGE_CLASSES, RECORD_CLASSES, snake_case
+from .messages import MESSAGE_CLASSES, RECORD_CLASSES, RECORD_CLASSES_OF, Struct, snake_case
 from .wire import BOOL_BYTE, FRAME_TYPE, Buffer, CodecError, EncodeError, intern_uuid, read_uvarint, write_uvarint
 
 # the wire primitives' other names that were this module's before wire.py had them (proofs/ and the tests use them)
@@ -51,8 +61,13 @@ from .wire import MAX_UVARINT_BYTES as MAX_UVARINT_BYTES
 from .wire import UUID_CACHE_SIZE as UUID_CACHE_SIZE
 from .wire import interned_uuids as interned_uuids
 
+DEFAULT_FORMATS = profile_named().record_formats  # DEC-22: the default profile's
+
 __all__ = [
     "FRAME_TYPE",
+    "RecordCodec",
+    "record_codec",
+    "profile_codec",
     "CodecError",
     "EncodeError",
     "write_uvarint",
@@ -142,23 +157,133 @@ def encode_failure(obj: Any, schema: dict[str, Any], version: int, failure: Exce
 # ---- the codecs, built at import -----------------------------------------------------
 
 _SOURCES: dict[str, str] = {}
-_RECORD_ENCODERS: dict[type, dict[int, Callable[[Any], bytes]]] = {}
-_RECORD_DECODERS: dict[int, tuple[str, dict[int, Callable[..., Any]]]] = {}
-_FRAME_DECODERS: dict[tuple[int, int], Callable[..., Any]] = {}
-"""(record type, version) -> decoder, for the frames whose three varints are one byte each."""
+"""Record or message name -> the generated source (a record type of formats other than seed 000's
+that defines it differently is named ``formats:Name``, as in traces)."""
+_RECORD_CODECS: dict[tuple[type, int], tuple[dict[int, Callable[[Any], bytes]], dict[int, Callable[..., Any]]]] = {}
+"""(record class, frame type) -> its encoders and decoders by version."""
 _MESSAGE_ENCODERS: dict[type, dict[int, Callable[[Any], bytes]]] = {}
 _MESSAGE_DECODERS: dict[str, dict[int, Callable[..., Any]]] = {}
 
 
+def source_name(cls: type[Struct]) -> str:
+    """The name :func:`codec_source` knows a record class by: ``Name``, or ``formats:Name`` for a
+    type its formats define otherwise than seed 000 (DEC-22)."""
+    return cls.__name__ if cls is RECORD_CLASSES.get(cls.API_KEY) else f"{cls.FORMATS}:{cls.__name__}"
+
+
+def _record_codecs(cls: type[Struct], schema: dict[str, Any], frame_type: int):
+    """The encoders and decoders of one record class, its frames beginning with ``frame_type``."""
+    built = _RECORD_CODECS.get((cls, frame_type))
+    if built is None:
+        name = source_name(cls)
+        label = name if frame_type == FRAME_TYPE else f"{name} frame type {frame_type}"
+        encoders, decoders, source = CodecWriter(schema["name"], cls, schema, cls.API_KEY, frame_type, label).write()
+        _SOURCES.setdefault(name, source)
+        built = _RECORD_CODECS[(cls, frame_type)] = (encoders, decoders)
+    return built
+
+
+class RecordCodec:
+    """The records of one record formats (DEC-22), framed with one frame type (DEC-10): what a
+    controller of a profile writes to its log and snapshots and reads back (LOG-2, LOG-3).
+
+    ``encode(record, version=None)`` takes the formats' own record classes and writes a record at
+    the version its formats write it (``record_version``) unless told another; ``decode(data, pos,
+    end)`` reads the formats' record types only, and refuses a frame of another frame type."""
+
+    __slots__ = ("formats", "frame_type", "_encoders", "_decoders", "_frame_decoders", "_fast_frame_type")
+
+    def __init__(self, formats: str, frame_type: int) -> None:
+        if formats not in RECORD_CLASSES_OF:
+            raise KeyError(f"unknown record formats {formats!r}; expected one of {', '.join(RECORD_CLASSES_OF)}")
+        if not 0 <= frame_type <= MAX_UVARINT:
+            raise ValueError(f"frame type {frame_type} is not an unsigned 32-bit varint")
+        self.formats = formats
+        self.frame_type = frame_type
+        self._encoders: dict[type, dict[int, Callable[[Any], bytes]]] = {}
+        self._decoders: dict[int, tuple[str, dict[int, Callable[..., Any]]]] = {}
+        self._frame_decoders: dict[tuple[int, int], Callable[..., Any]] = {}
+        """(record type, version) -> decoder, for the frames whose three varints are one byte each."""
+        self._fast_frame_type = frame_type if frame_type < 0x80 else -1  # a one-byte frame type, or none
+        schemas = record_schemas(formats)
+        for record_type, cls in RECORD_CLASSES_OF[formats].items():
+            encoders, decoders = _record_codecs(cls, schemas[record_type], frame_type)
+            self._encoders[cls] = encoders
+            self._decoders[record_type] = (cls.__name__, decoders)
+            for version, decoder in decoders.items():
+                if record_type < 0x80 and version < 0x80:
+                    self._frame_decoders[(record_type, version)] = decoder
+
+    def __repr__(self) -> str:
+        return f"RecordCodec({self.formats!r}, frame type {self.frame_type})"
+
+    def encode(self, record: Any, version: int | None = None) -> bytes:
+        """LOG-2, LOG-3: the framed record, at ``version`` (default: the version its formats write
+        it at). EncodeError names a field that cannot be written, or a record or version that
+        does not exist."""
+        encoders = self._encoders.get(type(record))
+        if encoders is None:
+            if type(record) in _FORMATS_OF_CLASS:
+                raise EncodeError(type(record).__qualname__, f"is not a record type of the {self.formats} record formats")
+            raise EncodeError(type(record).__qualname__, "is not one of impl's record classes (RECORD_CLASSES)")
+        if version is None:
+            version = record.record_version
+        encode = encoders.get(version)
+        if encode is None:
+            raise EncodeError(type(record).__name__, f"has no version {version}")
+        try:
+            return encode(record)
+        except _ENCODER_FAILURES as failure:
+            schema = record_schemas(self.formats)[record.API_KEY]
+            raise encode_failure(record, schema, version, failure) from failure
+
+    def decode(self, data: Buffer, pos: int = 0, end: int | None = None) -> tuple[Any, int]:
+        """LOG-2: the record framed in ``data[pos:end]`` (``end`` defaults to the end of data), and
+        its version. The record must end exactly at ``end``. CodecError names the byte and the
+        problem; offsets count from the start of ``data``."""
+        data, end = buffer_range(data, pos, end)
+        if end - pos >= 3 and data[pos] == self._fast_frame_type:
+            decode = self._frame_decoders.get((data[pos + 1], data[pos + 2]))
+            if decode is not None:
+                return decode(data, pos + 3, end), data[pos + 2]
+        frame_type, at = read_uvarint(data, pos, end, "frame type")
+        if frame_type != self.frame_type:  # DEC-10
+            raise CodecError(pos, f"frame type {frame_type}, expected {self.frame_type}")
+        type_at = at
+        record_type, at = read_uvarint(data, at, end, "record type")
+        if record_type not in self._decoders:
+            raise CodecError(type_at, f"unknown record type {record_type}")
+        name, decoders = self._decoders[record_type]
+        version_at = at
+        version, at = read_uvarint(data, at, end, "record version")
+        if version not in decoders:
+            raise CodecError(version_at, f"{name} has no version {version}")
+        return decoders[version](data, at, end), version
+
+
+_FORMATS_OF_CLASS = {cls: cls.FORMATS for classes in RECORD_CLASSES_OF.values() for cls in classes.values()}
+"""Every record class of every formats -> the formats it belongs to."""
+
+_RECORD_CODEC_CACHE: dict[tuple[str, int], RecordCodec] = {}
+
+
+def record_codec(formats: str = DEFAULT_FORMATS, frame_type: int = FRAME_TYPE) -> RecordCodec:
+    """The codec of the records of ``formats`` framed with ``frame_type`` (built once)."""
+    codec = _RECORD_CODEC_CACHE.get((formats, frame_type))
+    if codec is None:
+        codec = _RECORD_CODEC_CACHE[(formats, frame_type)] = RecordCodec(formats, frame_type)
+    return codec
+
+
+def profile_codec(params: Profile) -> RecordCodec:
+    """DEC-22, DEC-10: the codec of a profile: its record formats, framed with its frame type."""
+    return record_codec(params.record_formats, params.frame_type)
+
+
 def build_codecs() -> None:
-    for record_type, schema in sorted(record_schemas().items()):
-        cls = RECORD_CLASSES[record_type]
-        encoders, decoders, _SOURCES[schema["name"]] = CodecWriter(schema["name"], cls, schema, record_type).write()
-        _RECORD_ENCODERS[cls] = encoders
-        _RECORD_DECODERS[record_type] = (schema["name"], decoders)
-        for version, decoder in decoders.items():
-            if record_type < 0x80 and version < 0x80:
-                _FRAME_DECODERS[(record_type, version)] = decoder
+    """Every profile's record codec (profiles.toml) and every message's."""
+    for name in profile_names():
+        profile_codec(profile_named(name))
     for name, schema in sorted(rpc_schemas().items()):
         cls = MESSAGE_CLASSES[name]
         encoders, decoders, _SOURCES[name] = CodecWriter(name, cls, schema, None).write()
@@ -166,28 +291,27 @@ def build_codecs() -> None:
         _MESSAGE_DECODERS[name] = decoders
 
 
-build_codecs()
-
 _ENCODER_FAILURES = (struct.error, TypeError, AttributeError, ValueError, OverflowError, LookupError)
 """What a generated encoder raises on a value its field cannot hold."""
+
+build_codecs()
+
+DEFAULT_CODEC = profile_codec(profile_named())
+"""The default profile's record codec (seed 000's records, frame type 0)."""
 
 
 # ---- the interface -------------------------------------------------------------------
 
 
-def encode_record(record: Any, version: int = 0) -> bytes:
-    """LOG-2, LOG-3: the framed record, at ``version``. EncodeError names a field that cannot
-    be written, or a record or version that does not exist."""
-    encoders = _RECORD_ENCODERS.get(type(record))
-    if encoders is None:
+def encode_record(record: Any, version: int | None = None, frame_type: int = FRAME_TYPE) -> bytes:
+    """LOG-2, LOG-3: the framed record, at ``version`` (default: the version its record formats
+    write it at, DEC-22), its frame beginning with ``frame_type`` (DEC-10; default: the default
+    profile's). Any of impl's record classes, of any formats. EncodeError names a field that
+    cannot be written, or a record or version that does not exist."""
+    formats = _FORMATS_OF_CLASS.get(type(record))
+    if formats is None:
         raise EncodeError(type(record).__qualname__, "is not one of impl's record classes (RECORD_CLASSES)")
-    encode = encoders.get(version)
-    if encode is None:
-        raise EncodeError(type(record).__name__, f"has no version {version}")
-    try:
-        return encode(record)
-    except _ENCODER_FAILURES as failure:
-        raise encode_failure(record, record_schemas()[record.API_KEY], version, failure) from failure
+    return record_codec(formats, frame_type).encode(record, version)
 
 
 def buffer_range(data: Buffer, pos: int, end: int | None) -> tuple[Buffer, int]:
@@ -202,28 +326,13 @@ def buffer_range(data: Buffer, pos: int, end: int | None) -> tuple[Buffer, int]:
     return data, end
 
 
-def decode_record(data: Buffer, pos: int = 0, end: int | None = None) -> tuple[Any, int]:
+def decode_record(data: Buffer, pos: int = 0, end: int | None = None, params: Profile | None = None) -> tuple[Any, int]:
     """LOG-2: the record framed in ``data[pos:end]`` (``end`` defaults to the end of data), and
-    its version. The record must end exactly at ``end``. CodecError names the byte and the
-    problem; offsets count from the start of ``data``."""
-    data, end = buffer_range(data, pos, end)
-    if end - pos >= 3 and data[pos] == FRAME_TYPE:
-        decode = _FRAME_DECODERS.get((data[pos + 1], data[pos + 2]))
-        if decode is not None:
-            return decode(data, pos + 3, end), data[pos + 2]
-    frame_type, at = read_uvarint(data, pos, end, "frame type")
-    if frame_type != FRAME_TYPE:
-        raise CodecError(pos, f"frame type {frame_type}, expected {FRAME_TYPE}")
-    type_at = at
-    record_type, at = read_uvarint(data, at, end, "record type")
-    if record_type not in _RECORD_DECODERS:
-        raise CodecError(type_at, f"unknown record type {record_type}")
-    name, decoders = _RECORD_DECODERS[record_type]
-    version_at = at
-    version, at = read_uvarint(data, at, end, "record version")
-    if version not in decoders:
-        raise CodecError(version_at, f"{name} has no version {version}")
-    return decoders[version](data, at, end), version
+    its version, in the record formats and frame type of the profile ``params`` (DEC-22, DEC-10;
+    default: the default profile's). The record must end exactly at ``end``. CodecError names
+    the byte and the problem; offsets count from the start of ``data``."""
+    codec = DEFAULT_CODEC if params is None else profile_codec(params)
+    return codec.decode(data, pos, end)
 
 
 def encode_message(message: Any, version: int) -> bytes:

@@ -183,13 +183,19 @@ class CodecWriter:
     """Writes, for one record or message schema, the source of its encode and decode functions,
     one pair per version and per nested struct, and the constants that source refers to."""
 
-    def __init__(self, name: str, cls: type, schema: dict[str, Any], record_type: int | None):
+    def __init__(
+        self, name: str, cls: type, schema: dict[str, Any], record_type: int | None, frame_type: int = FRAME_TYPE, label: str | None = None
+    ):
+        """``frame_type`` begins a record's frame (DEC-10); ``label`` names the generated source in
+        tracebacks (default: ``name``)."""
         if schema.get("flexibleVersions") != "0+":
             raise ValueError(f"{name}: only schemas flexible from version 0 are encoded here (LOG-3, RPC-1)")
         self.name = name
         self.cls = cls
         self.schema = schema
         self.record_type = record_type
+        self.frame_type = frame_type
+        self.label = label or name
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = dict(_RUNTIME)
         self.counter = 0
@@ -201,11 +207,11 @@ class CodecWriter:
             top = StructVersion(self.cls, tuple(self.schema["fields"]), version, self.name, f"{self.name}_v{version}")
             header = b""
             if self.record_type is not None:  # LOG-2: frame type, record type, version
-                header = write_uvarint(FRAME_TYPE) + write_uvarint(self.record_type) + write_uvarint(version)
+                header = write_uvarint(self.frame_type) + write_uvarint(self.record_type) + write_uvarint(version)
             self.write_struct(top, header, top=True)
             stems[version] = top.base
         source = "\n".join(self.lines) + "\n"
-        filename = f"<kraftspec.impl.codec {self.name}>"
+        filename = f"<kraftspec.impl.codec {self.label}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks show it
         exec(compile(source, filename, "exec"), self.namespace)  # noqa: S102 - generated from the schema
         encoders = {version: self.namespace[f"encode_{stem}"] for version, stem in stems.items()}

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from kraftspec.spec.profiles import DEFAULT_PROFILE, Profile, profile_names
 from kraftspec.spec.profiles import profile as profile_named
+
+from .formats import FORMATS
 
 DEFAULT_CLUSTER_ID = "BzQ3d36UVz-6ojsUlsLasQ"
 _FEATURE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -24,6 +27,19 @@ class ControllerConfig:
     finalized_features: tuple[tuple[str, int, int], ...] = field(default=(("metadata.format", 1, 1),))
     profile: str = DEFAULT_PROFILE  # spec/profiles.toml: the behaviour this controller follows
     params: Profile = field(init=False, compare=False, repr=False)
+
+    @classmethod
+    def for_profile(cls, profile: str = DEFAULT_PROFILE, **settings: Any) -> "ControllerConfig":
+        """A configuration of ``profile`` with its default timings (DEC-12) and finalized features
+        (DEC-23) unless ``settings`` name them."""
+        if profile not in profile_names():
+            raise ConfigError(f"unknown profile {profile!r}; the profiles are {', '.join(profile_names())}")
+        params = profile_named(profile)
+        interval, timeout = params.default_timings
+        settings.setdefault("heartbeat_interval_ms", interval)
+        settings.setdefault("session_timeout_ms", timeout)
+        settings.setdefault("finalized_features", tuple(tuple(f) for f in params.default_features))
+        return cls(profile=profile, **settings)
 
     def __post_init__(self) -> None:
         if self.profile not in profile_names():
@@ -48,3 +64,8 @@ class ControllerConfig:
         for name, low, high in self.finalized_features:
             if not _FEATURE_NAME.match(name) or not 0 <= low <= high:
                 raise ConfigError(f"finalized feature {name!r} [{low}, {high}] is not a valid feature range")
+            if low != high and not FORMATS[self.params.record_formats].finalizes_a_range:  # DEC-22: one level per record
+                raise ConfigError(
+                    f"finalized feature {name} has levels [{low}, {high}]; "
+                    f"the {self.profile} profile finalizes one level per feature (min = max)"
+                )

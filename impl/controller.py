@@ -10,6 +10,10 @@ it decides records and the response, adding each record to the request's batch w
 decisions of the same batch see it. The batch is appended to the log whole (LOG-4) and the
 response waits for its commit (LOG-7). A failover restores the committed state from the journal
 (LOG-10). Leases are soft state, kept apart (leases.py).
+
+Which records say what follows the profile's record formats (formats.py, DEC-22), held as
+``controller.formats``; the log and the snapshots hold them framed by the profile's codec
+(``controller.codec``: its record formats and frame type, DEC-10).
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from pathlib import Path
 
 from .alter_isr import handle_alter_isr
 from .builder import UNSET
-from .codec import decode_record, encode_record
+from .codec import CodecError, profile_codec
 from .config import ControllerConfig
 from .errors import Error, Refused
+from .formats import formats_of
 from .heartbeat import handle_broker_heartbeat, lapsed_brokers
 from .leases import LeaseManager
 from .messages import (
@@ -39,15 +44,10 @@ from .messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
-    FeatureLevelRecord,
-    FenceBrokerRecord,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
     PartitionRecord,
-    RegisterBrokerRecord,
     Struct,
-    TopicRecord,
-    UnfenceBrokerRecord,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
@@ -55,7 +55,7 @@ from .partitions import fence_broker
 from .reassignment import handle_alter_partition_reassignments, handle_list_partition_reassignments
 from .registration import handle_broker_registration, handle_unregister_broker
 from .state import MetadataState
-from .storage import DiskLog, SnapshotStore, plan_rebuild
+from .storage import DiskLog, SnapshotStore, StorageError, plan_rebuild
 from .topics import handle_create_topics, handle_delete_topics
 
 SNAPSHOTS_KEPT = 2  # STORAGE.md: keep two, and the log from the older one on
@@ -118,6 +118,9 @@ class Controller:
 
     def __init__(self, config: ControllerConfig | None = None, now_ms: int = 0, *, bootstrap: bool = True) -> None:
         self.config = config or ControllerConfig()
+        self.formats = formats_of(self.config.params)  # DEC-22: which records say what
+        self.codec = profile_codec(self.config.params)  # DEC-22, DEC-10: how they are framed on disk
+        self._fencing = self.formats.fencing  # the records that fence or unfence, which the leases follow
         self.now_ms = now_ms
         self.state = MetadataState()
         self.leases = self._lease_manager()
@@ -178,8 +181,13 @@ class Controller:
         )
         try:
             return cls._recover(disk, SnapshotStore(directory / "snapshots"), config, now_ms)
-        except BaseException:
+        except BaseException as failure:
             disk.close()
+            if isinstance(failure, CodecError):  # DEC-22, DEC-10: written under another profile?
+                profile = (config or ControllerConfig()).profile
+                raise StorageError(
+                    directory, f"a record does not decode in the {profile} profile's record formats and frame type ({failure})"
+                ) from failure
             raise
 
     @classmethod
@@ -194,9 +202,9 @@ class Controller:
             controller._bootstrap()
             return controller
         rebuild = plan_rebuild(disk, snapshots)
-        replay = controller.state.replay
+        replay, decode = controller.state.replay, controller.codec.decode
         for frame in rebuild.frames():
-            replay(decode_record(frame)[0])
+            replay(decode(frame)[0])
         committed = rebuild.to_offset
         controller.log_start_offset = rebuild.snapshot.end_offset if rebuild.snapshot else disk.start_offset
         controller.log_end_offset = controller.committed_offset = committed
@@ -227,7 +235,7 @@ class Controller:
         assert self.disk is not None
         journal = self.state.journal
         for batch in self.disk.read(committed, self.disk.end_offset):
-            records = tuple(decode_record(frame)[0] for frame in batch.frames)
+            records = tuple(self.codec.decode(frame)[0] for frame in batch.frames)
             journal.open_batch()
             for record in records:
                 self.state.replay(record)
@@ -241,11 +249,11 @@ class Controller:
 
     def _bootstrap(self) -> None:
         """LOG-14: the finalized features, by name, as the first batch, committed."""
-        features = sorted(self.config.finalized_features)
+        features = self.formats.finalized(self.config.finalized_features)
         if features:
             self._open_batch()
-            for name, low, high in features:
-                self._add(FeatureLevelRecord(name=name, min_feature_level=low, max_feature_level=high))
+            for record in features:
+                self._add(record)
             self._close_batch()
             self._commit_to(self.log_end_offset)
 
@@ -258,11 +266,11 @@ class Controller:
     def _add(self, record) -> None:
         """Replay a record into the in-memory state at once (LOG-5) and add it to the open batch."""
         self.state.replay(record)
-        kind = type(record)
-        if kind is FenceBrokerRecord:
-            self.leases.set_fenced(record.broker_id, True)
-        elif kind is UnfenceBrokerRecord:
-            self.leases.set_fenced(record.broker_id, False)
+        fencing = self._fencing.get(type(record))  # LEASE-15: the leases follow the fenced flag
+        if fencing is not None:
+            fenced = fencing(record)
+            if fenced is not None:
+                self.leases.set_fenced(record.broker_id, fenced)
         assert self._batch is not None, "records are added only while a request's batch is open"
         self._batch.append(record)
 
@@ -283,7 +291,8 @@ class Controller:
         self.state.journal.close_batch(self.log_end_offset)
         self.batches.append(batch)
         if self.disk is not None:
-            self.disk.append(base, [encode_record(r) for r in records])
+            encode = self.codec.encode
+            self.disk.append(base, [encode(r) for r in records])
         return batch
 
     # ---- the event interface ------------------------------------------------------------------
@@ -384,7 +393,7 @@ class Controller:
         if self.snapshots is None:
             self.snapshot = (end, tuple(self.committed_records()))
         else:
-            self.snapshots.write(end, (encode_record(r) for r in self.committed_records()))
+            self.snapshots.write(end, map(self.codec.encode, self.committed_records()))
             kept = self.snapshots.list()[-SNAPSHOTS_KEPT:]
             self.snapshots.delete_older_than(kept[0].end_offset)
             assert self.disk is not None, "a controller with a snapshot store has a log on disk"
@@ -396,35 +405,29 @@ class Controller:
     # ---- the committed state ------------------------------------------------------------------
 
     def committed_records(self):
-        """LOG-11: the minimal records of the committed state, in the snapshot's order."""
+        """LOG-11: the minimal records of the committed state, in the snapshot's order, in the
+        profile's record formats (DEC-22)."""
+        say = self.formats
         cluster, journal = self.state.cluster, self.state.journal
         features = {}
         for name in set(cluster.features) | {k[1] for k in journal.touched() if k[0] == "feature"}:
             value = journal.committed_image(("feature", name), missing=cluster.features.get(name))
             if value is not None:
                 features[name] = value
-        for name in sorted(features):
-            low, high = features[name]
-            yield FeatureLevelRecord(name=name, min_feature_level=low, max_feature_level=high)
+        yield from say.finalized((name, low, high) for name, (low, high) in features.items())
         broker_ids = set(cluster.brokers) | {k[1] for k in journal.touched() if k[0] == "broker"}
         for broker_id in sorted(broker_ids):
             live = cluster.brokers.get(broker_id)
             fields = journal.committed_image(("broker", broker_id), missing=live.fields() if live else None)
             if fields is None:
                 continue
-            _, incarnation_id, epoch, end_points, features_, rack, fenced = fields
-            yield RegisterBrokerRecord(
-                broker_id=broker_id, incarnation_id=incarnation_id, broker_epoch=epoch,
-                end_points=end_points, features=features_, rack=rack,
-            )
-            if not fenced:
-                yield UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch)
+            yield from say.registration(*fields)  # Registration.fields(): the record's fields, fenced, in controlled shutdown
         current = None
         for name, topic_id, partition_id, fields in self.state.replication.committed_partitions():
             replicas, isr, removing, adding, leader, leader_epoch, partition_epoch = fields
             if topic_id != current:
                 current = topic_id
-                yield TopicRecord(topic_name=name, topic_id=topic_id)
+                yield say.topic(name, topic_id)
             yield PartitionRecord(
                 partition_id=partition_id, topic_id=topic_id, replicas=replicas, isr=isr,
                 removing_replicas=removing, adding_replicas=adding, leader=leader,

@@ -7,6 +7,15 @@ gets a slotted class whose attributes are the schema's fields in snake case
 defaults, and whose nested struct arrays are classes of their own, reachable as attributes
 (``RegisterBrokerRecord.BrokerEndpoint``, ``AlterIsrRequest.PartitionData``).
 
+Records come in the record formats the specification defines (``record_schemas(formats)``,
+DEC-22): ``RECORD_CLASSES_OF[formats]`` maps each record type of a formats to its class. Seed
+000's classes are ``RECORD_CLASSES``; the kafka formats (Kafka at metadata.version 3.7-IV1) share
+them where Kafka's definition is seed 000's and have classes of their own, of the same name,
+for the four types Kafka defines differently (``KafkaRegisterBrokerRecord``,
+``BrokerRegistrationChangeRecord``, ``KafkaFeatureLevelRecord``, ``KafkaTopicRecord``). A record
+class says which formats it belongs to (``FORMATS``) and the version it is written at
+(``record_version``: 0 for seed 000's; what 3.7-IV1 writes for Kafka's).
+
 Conventions the codec and the controller keep: arrays are tuples, UUIDs are ``uuid.UUID``,
 and an object is never changed after it is built.
 """
@@ -18,9 +27,12 @@ import re
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 from uuid import UUID
 
+from kraftspec.spec.schemas import FORMATS as SCHEMA_FORMATS
 from kraftspec.spec.schemas import default_value, record_schemas, rpc_schemas
 
 ZERO_UUID = UUID(int=0)
+SEED_FORMATS = "seed-000"  # DEC-22: the record formats of spec/schemas/records/ (the kip-631 profile's)
+KAFKA_FORMATS = "kafka-3.7-IV1"  # DEC-22: Kafka's, at metadata.version 3.7-IV1 (the kafka profile's)
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
 
@@ -47,6 +59,8 @@ class Struct(metaclass=_StructMeta):
     SCHEMA_FIELDS: ClassVar[tuple[dict[str, Any], ...]] = ()
     API_KEY: ClassVar[int]  # records and messages, not the structs inside them
     VALID_VERSIONS: ClassVar[str]
+    FORMATS: ClassVar[str]  # records: the record formats whose definition the class follows (DEC-22)
+    record_version: ClassVar[Any]  # records: the version one is written at (an int, or a property of the record)
 
     if TYPE_CHECKING:
         # the fields and the keyword arguments of ``__init__`` are made from the schema at
@@ -95,13 +109,25 @@ def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = N
     return cls
 
 
-def _build() -> tuple[dict[int, type[Struct]], dict[str, type[Struct]]]:
-    records = {}
-    for api_key, schema in sorted(record_schemas().items()):
-        cls = make_class(schema["name"], schema["fields"])
-        cls.API_KEY = api_key
-        cls.VALID_VERSIONS = schema["validVersions"]
-        records[api_key] = cls
+def _record_class(formats: str, api_key: int, schema: dict[str, Any]) -> type[Struct]:
+    cls = make_class(schema["name"], schema["fields"])
+    cls.API_KEY = api_key
+    cls.VALID_VERSIONS = schema["validVersions"]
+    cls.FORMATS = formats
+    cls.record_version = 0  # the version it is written at; Kafka's own types below
+    return cls
+
+
+def _build() -> tuple[dict[str, dict[int, type[Struct]]], dict[str, type[Struct]]]:
+    seed_schemas = record_schemas(SEED_FORMATS)
+    seed = {api_key: _record_class(SEED_FORMATS, api_key, schema) for api_key, schema in sorted(seed_schemas.items())}
+    records = {SEED_FORMATS: seed}
+    for formats in SCHEMA_FORMATS:
+        if formats != SEED_FORMATS:  # seed 000's class wherever the formats define the type as seed 000 does
+            records[formats] = {
+                api_key: seed[api_key] if schema == seed_schemas.get(api_key) else _record_class(formats, api_key, schema)
+                for api_key, schema in sorted(record_schemas(formats).items())
+            }
     messages = {}
     for name, schema in sorted(rpc_schemas().items()):
         cls = make_class(name, schema["fields"])
@@ -111,8 +137,11 @@ def _build() -> tuple[dict[int, type[Struct]], dict[str, type[Struct]]]:
     return records, messages
 
 
-RECORD_CLASSES, MESSAGE_CLASSES = _build()
-"""Record type -> class, and message name -> class."""
+RECORD_CLASSES_OF, MESSAGE_CLASSES = _build()
+"""Record formats (DEC-22) -> record type -> class, and message name -> class."""
+
+RECORD_CLASSES = RECORD_CLASSES_OF[SEED_FORMATS]
+"""Seed 000's record classes, by record type."""
 
 globals().update({cls.__name__: cls for cls in RECORD_CLASSES.values()})
 globals().update(MESSAGE_CLASSES)
@@ -133,6 +162,22 @@ UserScramCredentialRecord = RECORD_CLASSES[11]
 FeatureLevelRecord = RECORD_CLASSES[12]
 FailedReplicasRecord = RECORD_CLASSES[13]
 QuotaRecord = RECORD_CLASSES[14]
+
+# DEC-22: the types Kafka at metadata.version 3.7-IV1 defines differently (spec/schemas/kafka-records/)
+KafkaRegisterBrokerRecord = RECORD_CLASSES_OF[KAFKA_FORMATS][0]
+KafkaTopicRecord = RECORD_CLASSES_OF[KAFKA_FORMATS][2]
+KafkaFeatureLevelRecord = RECORD_CLASSES_OF[KAFKA_FORMATS][12]
+BrokerRegistrationChangeRecord = RECORD_CLASSES_OF[KAFKA_FORMATS][17]
+
+
+def _change_record_version(record: Struct) -> int:
+    """Kafka writes a BrokerRegistrationChangeRecord that fences or unfences at version 0, one that
+    says InControlledShutdown at version 1 (the first to have the field)."""
+    return 0 if record.in_controlled_shutdown == 0 else 1
+
+
+KafkaRegisterBrokerRecord.record_version = 2  # DEC-22: what metadata.version 3.7-IV1 writes
+BrokerRegistrationChangeRecord.record_version = property(_change_record_version)
 
 BrokerRegistrationRequest = MESSAGE_CLASSES["BrokerRegistrationRequest"]
 BrokerRegistrationResponse = MESSAGE_CLASSES["BrokerRegistrationResponse"]

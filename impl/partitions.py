@@ -16,7 +16,7 @@ from types import MethodType
 from typing import TYPE_CHECKING
 
 from .builder import build_change
-from .messages import FenceBrokerRecord, UnfenceBrokerRecord, UnregisterBrokerRecord
+from .messages import UnregisterBrokerRecord
 from .replication import NO_LEADER, Partition
 
 if TYPE_CHECKING:
@@ -77,15 +77,17 @@ def leave_isrs(controller: Controller, broker_id: int) -> None:
 
 
 def fence_broker(controller: Controller, broker_id: int) -> None:
-    """PART-6: out of every ISR but a sole place, out of leadership; then the FenceBrokerRecord."""
+    """PART-6: out of every ISR but a sole place, out of leadership; then the record that fences it
+    (FenceBrokerRecord, or Kafka's BrokerRegistrationChangeRecord: DEC-22)."""
     epoch = controller.state.cluster.brokers[broker_id].epoch
     leave_isrs(controller, broker_id)
-    controller._add(FenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch))
+    controller._add(controller.formats.fence(broker_id, epoch))
 
 
 def unfence_broker(controller: Controller, broker_id: int) -> None:
-    """LEASE-10 and PART-7: the UnfenceBrokerRecord, then elections where it is in sync and nobody leads."""
-    controller._add(UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=controller.state.cluster.brokers[broker_id].epoch))
+    """LEASE-10 and PART-7: the record that unfences it (UnfenceBrokerRecord, or Kafka's
+    BrokerRegistrationChangeRecord: DEC-22), then elections where it is in sync and nobody leads."""
+    controller._add(controller.formats.unfence(broker_id, controller.state.cluster.brokers[broker_id].epoch))
     for partition in controller.state.replication.partitions_of(broker_id):
         if partition.leader == NO_LEADER and broker_id in partition.isr:
             partition_change(controller, partition)
@@ -101,6 +103,10 @@ def unregister_broker(controller: Controller, broker_id: int) -> None:
 
 def enter_controlled_shutdown(controller: Controller, broker_id: int) -> None:
     """SHUT-1, SHUT-2: the broker is in controlled shutdown (so not eligible, SHUT-5) and leaves
-    its ISRs and leaderships, a leadership nobody else can take given up (DEC-14)."""
+    its ISRs and leaderships, a leadership nobody else can take given up (DEC-14). In Kafka's
+    records the registration says so first, unless it already does (DEC-22)."""
     controller.leases.leases[broker_id].in_controlled_shutdown = True
+    registration = controller.state.cluster.brokers[broker_id]
+    for record in controller.formats.shutdown_begins(broker_id, registration.epoch, registration.in_controlled_shutdown):
+        controller._add(record)
     leave_isrs(controller, broker_id)

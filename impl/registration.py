@@ -6,13 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import Error, Refused
-from .messages import (
-    ZERO_UUID,
-    BrokerRegistrationResponse,
-    RegisterBrokerRecord,
-    UnfenceBrokerRecord,
-    UnregisterBrokerResponse,
-)
+from .messages import ZERO_UUID, BrokerRegistrationResponse, UnregisterBrokerResponse
 from .partitions import unregister_broker
 
 if TYPE_CHECKING:
@@ -49,29 +43,33 @@ def handle_broker_registration(controller: Controller, request, version: int):
         feature = offered.get(name)
         if feature is None or not (feature.min_supported_version <= low and high <= feature.max_supported_version):
             return Refused("REG-5", BrokerRegistrationResponse(error_code=Error.UNSUPPORTED_VERSION))
-    if retry is not None:  # REG-3, DEC-5, kafka profile: amend the registration, keeping its epoch
-        fenced, epoch = retry.fenced, retry.epoch
-        controller._add(_record(request, epoch))
-        if not fenced:  # a RegisterBrokerRecord replays as fenced (REG-8)
-            controller._add(UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch))
+    if retry is not None:  # REG-3, DEC-5, kafka profile: amend the registration, keeping its epoch,
+        # its fencing and its controlled shutdown
+        epoch = retry.epoch
+        for record in _records(controller, request, epoch, retry.fenced, retry.in_controlled_shutdown):
+            controller._add(record)
         return _retried(controller, broker_id, epoch)
     epoch = controller.log_end_offset  # REG-6: the offset this record is written at
-    controller._add(_record(request, epoch))
+    for record in _records(controller, request, epoch):  # REG-8: a new registration is fenced
+        controller._add(record)
     lease = controller.leases.start(broker_id, controller.now_ms, fenced=True)
     lease.released = not params.registration_is_contact  # DEC-6: in kafka, claimed from the first heartbeat
     return BrokerRegistrationResponse(error_code=Error.NONE, broker_epoch=epoch)
 
 
-def _record(request, epoch: int):
-    """REG-6: the RegisterBrokerRecord of a registration with ``epoch``."""
-    endpoint, feature_type = RegisterBrokerRecord.BrokerEndpoint, RegisterBrokerRecord.BrokerFeature
-    return RegisterBrokerRecord(
-        broker_id=request.broker_id,
-        incarnation_id=request.incarnation_id,
-        broker_epoch=epoch,
-        end_points=tuple(endpoint(name=l.name, host=l.host, port=l.port, security_protocol=l.security_protocol) for l in request.listeners),
-        features=tuple(feature_type(name=f.name, min_version=f.min_supported_version, max_version=f.max_supported_version) for f in request.features),
-        rack=request.rack,
+def _records(controller: Controller, request, epoch: int, fenced: bool = True, in_controlled_shutdown: bool = False):
+    """REG-6: the records of a registration with ``epoch``, carrying the request's fields, in the
+    profile's record formats (DEC-22)."""
+    say = controller.formats
+    return say.registration(
+        request.broker_id,
+        request.incarnation_id,
+        epoch,
+        tuple(say.endpoint(l.name, l.host, l.port, l.security_protocol) for l in request.listeners),
+        tuple(say.feature(f.name, f.min_supported_version, f.max_supported_version) for f in request.features),
+        request.rack,
+        fenced,
+        in_controlled_shutdown,
     )
 
 

@@ -164,11 +164,19 @@ class ReplicationControl:
     # ---- replay (LOG-13: a record that does not apply changes nothing) ----------------------
 
     def replay_topic(self, record) -> bool:
-        """TOPIC-6."""
-        if record.topic_id in self.topics or record.topic_name in self.topics_by_name:
+        """TOPIC-6: seed 000's TopicRecord."""
+        return self.add_topic(record.topic_name, record.topic_id)
+
+    def replay_kafka_topic(self, record) -> bool:
+        """TOPIC-6, DEC-22: Kafka's TopicRecord, whose name is ``Name``."""
+        return self.add_topic(record.name, record.topic_id)
+
+    def add_topic(self, name: str, topic_id) -> bool:
+        """TOPIC-6: a new topic, unless its id or its name is taken (LOG-13)."""
+        if topic_id in self.topics or name in self.topics_by_name:
             return False
-        self.journal.remember(("topic", record.topic_id), lambda: None)
-        topic = Topic(record.topic_name, record.topic_id)
+        self.journal.remember(("topic", topic_id), lambda: None)
+        topic = Topic(name, topic_id)
         self.topics[topic.topic_id] = topic
         self.topics_by_name[topic.name] = topic
         self.topics_by_int[topic.topic_id.int] = topic

@@ -1,13 +1,18 @@
 """The metadata state (hard state): registrations, features, topics, partitions, and the
-journal of what uncommitted batches changed. ``replay`` is the only way it changes."""
+journal of what uncommitted batches changed. ``replay`` is the only way it changes; it takes the
+records of every record formats (DEC-22), as the model's replay does."""
 
 from __future__ import annotations
 
 from .cluster import ClusterControl
 from .journal import Journal
 from .messages import (
+    BrokerRegistrationChangeRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
+    KafkaFeatureLevelRecord,
+    KafkaRegisterBrokerRecord,
+    KafkaTopicRecord,
     PartitionChangeRecord,
     PartitionRecord,
     RegisterBrokerRecord,
@@ -37,6 +42,11 @@ class MetadataState:
             PartitionRecord: replication.replay_partition,
             PartitionChangeRecord: replication.replay_partition_change,
             RemoveTopicRecord: replication.replay_remove_topic,
+            # DEC-22: the types Kafka's records (the kafka profile's) define otherwise
+            KafkaRegisterBrokerRecord: cluster.replay_kafka_register,
+            BrokerRegistrationChangeRecord: cluster.replay_registration_change,
+            KafkaFeatureLevelRecord: cluster.replay_kafka_feature_level,
+            KafkaTopicRecord: replication.replay_kafka_topic,
         }
 
     def replay(self, record) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import Error, Refused
-from .messages import ZERO_UUID, CreateTopicsResponse, DeleteTopicsResponse, PartitionRecord, RemoveTopicRecord, TopicRecord
+from .messages import ZERO_UUID, CreateTopicsResponse, DeleteTopicsResponse, PartitionRecord, RemoveTopicRecord
 from .partitions import is_eligible_leader
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def create_topic(controller: Controller, topic, first: bool, taken: set, room: i
     isrs = [tuple(b for b in replicas if is_eligible_leader(controller, b)) for replicas in assignment]  # TOPIC-5
     if not all(isrs):
         return no_isr, []
-    records = [TopicRecord(topic_name=name, topic_id=topic.topic_id)]
+    records = [controller.formats.topic(name, topic.topic_id)]  # DEC-22: the profile's TopicRecord
     for partition_id, (replicas, isr) in enumerate(zip(assignment, isrs, strict=True)):
         records.append(PartitionRecord(
             partition_id=partition_id, topic_id=topic.topic_id, replicas=replicas, isr=isr,

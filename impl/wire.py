@@ -10,7 +10,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, Union
 from uuid import UUID
 
-FRAME_TYPE = 0  # DEC-10: seed 000's "currently 0"; Kafka writes 1
+from kraftspec.spec.profiles import profile
+
+FRAME_TYPE = profile().frame_type
+"""DEC-10: the default profile's frame type (seed 000's "currently 0"); a controller frames its
+records with its own profile's (``frame_type``: the kafka profile's is Kafka's 1)."""
 MAX_UVARINT_BYTES = 5
 MAX_UVARINT = 2**32 - 1
 UUID_CACHE_SIZE = 1 << 16
