@@ -80,7 +80,7 @@ def impl_cluster(partitions: int, brokers: int, directory: str | None = None, pr
     brokers), so that every broker leads partitions/brokers partitions and follows twice as many.
     Committed."""
     from kraftspec.impl.controller import Controller
-    from kraftspec.impl.messages import PartitionRecord, RegisterBrokerRecord, TopicRecord, UnfenceBrokerRecord
+    from kraftspec.impl.messages import PartitionRecord
 
     config = impl_config(profile)
     controller = Controller.open(directory, config=config) if directory else Controller(config)
@@ -94,17 +94,14 @@ def impl_cluster(partitions: int, brokers: int, directory: str | None = None, pr
         controller._close_batch()
         chunk.clear()
 
-    base = controller.log_end_offset
+    say = controller.formats  # the profile's record formats (DEC-22)
     for b in range(brokers):
-        epoch = base + 2 * b
-        chunk += [
-            RegisterBrokerRecord(broker_id=b, incarnation_id=uuid.UUID(int=b + 1), broker_epoch=epoch),
-            UnfenceBrokerRecord(broker_id=b, broker_epoch=epoch),
-        ]
+        epoch = controller.log_end_offset + len(chunk)  # DEC-4: the offset of its registration record
+        chunk += say.registration(b, uuid.UUID(int=b + 1), epoch, (), (), None, fenced=False)
     flush()
     for t in range(max(1, partitions // per_topic)):
         topic_id = uuid.UUID(int=1_000_000 + t)
-        chunk.append(TopicRecord(topic_name=f"topic-{t:05d}", topic_id=topic_id))
+        chunk.append(say.topic(f"topic-{t:05d}", topic_id))
         for i in range(min(per_topic, partitions)):
             p = t * per_topic + i
             replicas = (p % brokers, (p + 1) % brokers, (p + 2) % brokers)
@@ -165,7 +162,7 @@ def model_heartbeat_rate(partitions: int, brokers: int, count: int, profile: str
     )
 
     state = initial_state(model_config(profile))
-    features = [Feature("metadata.format", 1, 1)]
+    features = [Feature(f.name, f.min_level, f.max_level) for f in state.config.finalized_features]
     for b in range(brokers):
         state = step(state, BrokerRegistrationRequest(b, state.config.cluster_id, uuid.UUID(int=b + 1), features=features)).state
     state = step(state, Commit(state.log_end_offset)).state

@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kraftspec.bench import add_parser as add_bench
     from kraftspec.check_config import add_parser as add_check_config
     from kraftspec.conform import add_parser as add_conform
+    from kraftspec.kafka_matrix import add_causes_parser as add_kafka_causes
     from kraftspec.kafka_matrix import add_parser as add_kafka_matrix
     from kraftspec.prove import add_parser as add_prove
     from kraftspec.traces import add_parsers as add_trace_commands
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_prove(commands)
     add_check_config(commands)
     add_kafka_matrix(commands)
+    add_kafka_causes(commands)
     return parser
 
 
@@ -125,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.kafka_matrix import run as kafka_matrix
 
             return kafka_matrix(args)
+        if args.command == "kafka-causes":
+            from kraftspec.kafka_matrix import run_causes
+
+            return run_causes(args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:

@@ -63,3 +63,28 @@ def run(args) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(to_json(result), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return 0
+
+
+def add_causes_parser(commands) -> None:
+    causes = commands.add_parser(
+        "kafka-causes",
+        help="replay traces against Apache Kafka and name the known difference behind each failure",
+        description="Replay traces against Apache Kafka's own controller and say, for each trace that fails, "
+        "which known difference of the divergence ledger (spec/kafka.md, part B) explains where it parts from "
+        "Kafka, with the count per difference; list the failures no known difference explains. Needs Java 17 "
+        "and Maven. Exit status 1 if a failure is unexplained, 2 for bad input.",
+    )
+    causes.add_argument("traces", nargs="+", help="trace files, or directories of *.jsonl")
+    causes.add_argument("--adapter", default="kafka:4.4.0", help="the Kafka release, kafka:VERSION (default kafka:4.4.0)")
+    causes.add_argument("--level", choices=("responses", "state", "records"), default="records",
+                        help="what to compare (default records)")
+    causes.add_argument("--json", metavar="FILE", help="also write each trace's outcome and cause as JSON")
+
+
+def run_causes(args) -> int:
+    from kraftspec.conformance.kafka_causes import main
+
+    argv = [*args.traces, "--adapter", args.adapter, "--level", args.level]
+    if args.json:
+        argv += ["--json", args.json]
+    return main(argv)

@@ -22,10 +22,11 @@ from kraftspec.model import Commit, Config, Failover, FeatureRange, TakeSnapshot
 from kraftspec.model import messages as model_messages
 from kraftspec.model.framing import encode_record as model_encode_record
 from kraftspec.model.log import snapshot_records
-from kraftspec.model.records import RECORD_TYPES, STRUCT_TYPES
-from kraftspec.spec.profiles import DEFAULT_PROFILE, profile_names
+from kraftspec.model.formats import FORMATS as MODEL_FORMATS
+from kraftspec.model.formats import record_version
+from kraftspec.spec.profiles import DEFAULT_PROFILE, profile, profile_names
 
-from .jsonform import fast_from_json, fast_to_json, schema_of
+from .jsonform import fast_from_json, fast_to_json, newest_version, qualified, schema_of
 
 
 class Adapter(Protocol):
@@ -98,12 +99,14 @@ def impl_config(config: dict[str, Any]) -> ControllerConfig:
 
 
 def make_model(path: str, kwargs: dict[str, Any]):
+    formats, _, path = path.rpartition(":")  # a record type of a profile's own formats (jsonform.qualified)
+    say = MODEL_FORMATS[formats or "seed-000"]
     if "." in path:
         top = path.split(".")[0]
         if top in model_messages.__dict__:
             return model_messages.SCHEMA_STRUCTS[path](**kwargs)
-        return STRUCT_TYPES[path.split(".")[-1]](**kwargs)
-    cls = getattr(model_messages, path, None) or next(c for c in RECORD_TYPES.values() if c.__name__ == path)
+        return say.structs[path.split(".")[-1]](**kwargs)
+    cls = getattr(model_messages, path, None) or next(c for c in say.types.values() if c.__name__ == path)
     return cls(**kwargs)
 
 
@@ -173,15 +176,19 @@ class ModelAdapter:
 
 
 def committed_of(state) -> list[dict[str, Any]]:
-    """The neutral committed state of a model state: its minimal records (LOG-11)."""
-    return [{"type": type(r).__name__, "data": fast_to_json(r)} for r in snapshot_records(state.committed_image)]
+    """The neutral committed state of a model state: its minimal records (LOG-11), each in the
+    version its record formats write it at (DEC-22)."""
+    records = snapshot_records(state.committed_image, state.config.params.record_formats)
+    return [{"type": type(r).__name__, "data": fast_to_json(r, record_version(r))} for r in records]
 
 
 def outputs_of(result) -> dict[str, Any]:
     """The neutral outputs of a model step."""
+    frame_type = result.state.config.params.frame_type  # DEC-10
     records = [
-        {"offset": offset, "type": type(record).__name__, "version": 0, "data": fast_to_json(record),
-         "frame": model_encode_record(record).hex()}
+        {"offset": offset, "type": type(record).__name__, "version": record_version(record),
+         "data": fast_to_json(record, record_version(record)),
+         "frame": model_encode_record(record, frame_type=frame_type).hex()}
         for batch in result.batches
         for offset, record in batch.with_offsets()
     ]
@@ -199,11 +206,14 @@ def outputs_of(result) -> dict[str, Any]:
 
 @functools.cache
 def impl_class(path: str) -> type:
-    """impl's class for a schema path (``AlterIsrRequest.TopicData.PartitionData``)."""
+    """impl's class for a schema path (``AlterIsrRequest.TopicData.PartitionData``), a record type
+    of a profile's own formats named ``FORMATS:Name`` (jsonform.qualified)."""
+    formats, _, path = path.rpartition(":")
     top, *nested = path.split(".")
     cls = impl_messages.MESSAGE_CLASSES.get(top)
     if cls is None:
-        cls = next(c for c in impl_messages.RECORD_CLASSES.values() if c.__name__ == top)
+        classes = impl_messages.RECORD_CLASSES_OF[formats or "seed-000"]
+        cls = next(c for c in classes.values() if c.__name__ == top)
     for name in nested:
         cls = getattr(cls, name)
     return cls
@@ -245,9 +255,11 @@ class ImplAdapter:
 
     def step(self, event: dict[str, Any]) -> dict[str, Any]:
         outcome = self.handle(event)
+        frame_type = self.controller.config.params.frame_type  # DEC-10
         records = [
-            {"offset": base + i, "type": type(record).__name__, "version": 0, "data": fast_to_json(record),
-             "frame": impl_codec.encode_record(record).hex()}
+            {"offset": base + i, "type": type(record).__name__, "version": record.record_version,
+             "data": fast_to_json(record, record.record_version),
+             "frame": impl_codec.encode_record(record, frame_type=frame_type).hex()}
             for base, batch in outcome.batches
             for i, record in enumerate(batch)
         ]
@@ -258,7 +270,7 @@ class ImplAdapter:
         return {"seq": outcome.seq, "records": records, "replies": replies}
 
     def committed(self) -> list[dict[str, Any]]:
-        return [{"type": type(r).__name__, "data": fast_to_json(r)} for r in self.controller.committed_records()]
+        return [{"type": type(r).__name__, "data": fast_to_json(r, r.record_version)} for r in self.controller.committed_records()]
 
     def close(self) -> None:
         self.controller = None
@@ -272,11 +284,16 @@ class ImplAdapter:
         replays the generic way to report the difference."""
         if type(self).step is not ImplAdapter.step:
             return NotImplemented  # a subclass that changes step() must be replayed through it
-        compiled = [_compile_step(step, level) for step in trace.steps]
+        formats = profile(trace.header.config.get("profile", DEFAULT_PROFILE)).record_formats
+        compiled = [_compile_step(step, level, formats) for step in trace.steps]
         self.start(trace.header.config)
         controller = self.controller
         handle_request, tick, commit = controller.handle_request, controller.tick, controller.commit
-        encode = impl_codec.encode_record
+        frame_type = controller.config.params.frame_type
+
+        def encode(record):
+            return impl_codec.encode_record(record, frame_type=frame_type)
+
         expected_committed = None
         for n, (kind, payload, version, seq, replies, records, frames, committed) in enumerate(compiled):
             if kind == "request":
@@ -307,8 +324,9 @@ class ImplAdapter:
         return None
 
 
-def _compile_step(step, level: str):
-    """A step as impl objects: (kind, payload, version, seq, replies, records, frames, committed)."""
+def _compile_step(step, level: str, formats: str = "seed-000"):
+    """A step as impl objects: (kind, payload, version, seq, replies, records, frames, committed),
+    its records of the record formats ``formats`` (DEC-22)."""
     event = step.event
     kind = event["kind"]
     version = 0
@@ -321,10 +339,12 @@ def _compile_step(step, level: str):
                for r in step.replies]
     records = frames = None
     if level == "records":
-        records = [fast_from_json(r["data"], r["type"], make_impl) for r in step.records]
+        records = [fast_from_json(r["data"], qualified(r["type"], formats), make_impl, r["version"]) for r in step.records]
         if step.records and all("frame" in r for r in step.records):
             frames = [bytes.fromhex(r["frame"]) for r in step.records]
     committed = None
     if level != "responses" and step.committed is not None:
-        committed = [fast_from_json(r["data"], r["type"], make_impl) for r in step.committed]
+        committed = [fast_from_json(r["data"], qualified(r["type"], formats), make_impl,
+                                    newest_version(qualified(r["type"], formats)))
+                     for r in step.committed]
     return kind, payload, version, step.seq, replies, records, frames, committed

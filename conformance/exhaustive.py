@@ -126,7 +126,6 @@ from kraftspec.model.messages import (
     CreatableTopic,
     CreateTopicsRequest,
     DeleteTopicsRequest,
-    Feature,
     ListPartitionReassignmentsRequest,
     ReassignablePartition,
     ReassignableTopic,
@@ -138,12 +137,12 @@ from kraftspec.model.state import ControllerState, MetadataImage
 
 from .adapters import outputs_of
 from .generate import record
+from .simulation import features_of
 from .trace import Trace
 
 GENERATOR_VERSION = 1
 TOPIC = "t"
 REUSED_TOPIC_ID = UUID(int=0x74)
-FEATURES = (Feature("metadata.format", 1, 1),)
 MAX_BROKERS = 3
 MAX_PARTITIONS = 2
 MAX_GENERATIONS = 2
@@ -235,7 +234,7 @@ def event_for(scope: Scope, state: ControllerState, action: Action) -> Event | N
     image = state.image
     if kind == "register":
         b, generation = args
-        return BrokerRegistrationRequest(b, state.config.cluster_id, incarnation(b, generation), features=FEATURES)
+        return BrokerRegistrationRequest(b, state.config.cluster_id, incarnation(b, generation), features=features_of(state.config))
     if kind in ("heartbeat", "stale-heartbeat"):
         b = args[0]
         if b not in image.brokers:

@@ -28,7 +28,6 @@ from kraftspec.model.messages import (
     CreatableTopic,
     CreateTopicsRequest,
     DeleteTopicsRequest,
-    Feature,
     ListPartitionReassignmentsRequest,
     ReassignablePartition,
     ReassignableTopic,
@@ -40,7 +39,7 @@ from kraftspec.model import Failover
 from kraftspec.model.state import Partition
 
 from .adapters import ModelAdapter, committed_of, config_json, event_json, outputs_of
-from .simulation import FEATURES, TOPIC, Simulation
+from .simulation import TOPIC, Simulation, features_of, older_features
 from .trace import Header, Step, Trace
 
 GENERATOR_VERSION = 3
@@ -176,7 +175,7 @@ class FaultySimulation(Simulation):
 
     def impostor(self):
         b = self.rng.choice(sorted(self.state.image.brokers))
-        request = BrokerRegistrationRequest(b, self.state.config.cluster_id, UUID(int=self.rng.getrandbits(128)), features=FEATURES)
+        request = BrokerRegistrationRequest(b, self.state.config.cluster_id, UUID(int=self.rng.getrandbits(128)), features=features_of(self.state.config))
         return f"a second process configured with broker id {b} tries to register", request
 
     def stale_heartbeat(self):
@@ -282,17 +281,19 @@ class FaultySimulation(Simulation):
         registered = sorted(image.brokers)
         kind = rng.choice(["negative id", "other cluster", "unknown id", "version", "older release"] + ["negative offset"] * bool(registered))
         if kind == "negative id":
-            return "a broker with a negative id registers", BrokerRegistrationRequest(-1, cluster, UUID(int=5), features=FEATURES)
+            return "a broker with a negative id registers", BrokerRegistrationRequest(-1, cluster, UUID(int=5), features=features_of(self.state.config))
         if kind == "other cluster":
-            return "a broker of another cluster registers", BrokerRegistrationRequest(9, "another-cluster", UUID(int=6), features=FEATURES)
+            return "a broker of another cluster registers", BrokerRegistrationRequest(9, "another-cluster", UUID(int=6), features=features_of(self.state.config))
         if kind == "unknown id":
             return "a heartbeat from an unknown broker id", BrokerHeartbeatRequest(rng.randrange(40, 50), 3, 0, False, False)
         if kind == "version":
             return "a heartbeat at an unsupported version", BrokerHeartbeatRequest(1, 1, 0, False, False, version=9)
         if kind == "older release":
             b = rng.randrange(20, 25)
-            request = BrokerRegistrationRequest(b, cluster, UUID(int=rng.getrandbits(128)), features=(Feature("metadata.format", 0, 0),))
-            return f"broker {b}, of an older release that knows only metadata.format 0, tries to join", request
+            features = older_features(self.state.config)
+            request = BrokerRegistrationRequest(b, cluster, UUID(int=rng.getrandbits(128)), features=features)
+            known = ", ".join(f"{f.name} {f.min_supported_version}" for f in features)
+            return f"broker {b}, of an older release that knows only {known}, tries to join", request
         b = rng.choice(registered)
         return f"broker {b} heartbeats with a negative metadata offset", BrokerHeartbeatRequest(b, image.brokers[b].epoch, -1, False, False)
 

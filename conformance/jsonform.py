@@ -20,18 +20,51 @@ from enum import Enum
 from typing import Any
 from uuid import UUID
 
-from kraftspec.spec.schemas import INT_RANGES, default_value, record_schemas, rpc_schemas
+from kraftspec.spec.schemas import FORMATS, INT_RANGES, default_value, record_schema, record_schemas, rpc_schemas
 
 _MISSING = object()
+SEED_FORMATS = "seed-000"
 
 
 def schema_of(name: str) -> dict[str, Any]:
+    """The schema of a message or record. A record type of a profile's own formats that seed 000
+    defines differently (DEC-22) is named ``FORMATS:Name``, as :func:`qualified` gives it."""
+    formats, _, bare = name.rpartition(":")
+    if formats:
+        return record_schema(bare, formats)
     if name in rpc_schemas():
         return rpc_schemas()[name]
     for schema in record_schemas().values():
         if schema["name"] == name:
             return schema
     raise KeyError(f"no schema named {name!r}")
+
+
+def qualified(name: str, formats: str) -> str:
+    """The name :func:`schema_of` knows the record type ``name`` of ``formats`` by: the bare name
+    where the formats share seed 000's definition, ``FORMATS:Name`` where they have their own."""
+    if formats == SEED_FORMATS or formats not in FORMATS:
+        return name
+    try:
+        own = record_schema(name, formats)
+    except KeyError:
+        return name
+    try:
+        seed = record_schema(name, SEED_FORMATS)
+    except KeyError:
+        seed = None
+    return name if own is seed else f"{formats}:{name}"
+
+
+def newest_version(name: str) -> int:
+    """The newest version of a record type: the one a committed record is in (spec/traces.md), as
+    its formats write it (DEC-22; 0 for every record of seed 000's)."""
+    return int(schema_of(name)["validVersions"].split("-")[-1].rstrip("+") or 0)
+
+
+def qualified_name(cls: type) -> str:
+    """The schema name of a record class: its formats' (``FORMATS`` class attribute) when not seed 000's."""
+    return qualified(cls.__name__, getattr(cls, "FORMATS", SEED_FORMATS))
 
 
 def in_versions(spec: str, version: int) -> bool:
@@ -104,7 +137,7 @@ def _struct_to_json(obj: Any, fields: list[dict[str, Any]], version: int) -> dic
 
 def to_json(obj: Any, version: int = 0, name: str | None = None) -> dict[str, Any]:
     """The neutral form of a record or message: ``{field: value}`` in schema order."""
-    schema = schema_of(name or type(obj).__name__)
+    schema = schema_of(name or qualified_name(type(obj)))
     return _struct_to_json(obj, schema["fields"], version)
 
 
@@ -176,7 +209,7 @@ _TO_JSON: dict[tuple[type, int, str], Callable[[Any], dict]] = {}
 
 def compiled_to_json(cls: type, version: int, name: str | None = None) -> Callable[[Any], dict]:
     """A function turning an instance of ``cls`` into its neutral form at ``version``."""
-    key = (cls, version, name or cls.__name__)
+    key = (cls, version, name or qualified_name(cls))
     function = _TO_JSON.get(key)
     if function is None:
         namespace: dict[str, Any] = {"uuid_text": cached_uuid_text, "b64": base64.b64encode}

@@ -1,7 +1,7 @@
 """What Apache Kafka's controller does with the regression corpus, recorded: the expectation file
 that CI checks, so that a new divergence, or one that disappears, fails the build.
 
-``conformance/kafka-expected.json`` names a Kafka release and a level, and for every corpus trace
+``conformance/kafka-expected.json`` names a Kafka release and a level per profile, and for every corpus trace
 its outcome there (``passed``, or ``failed at step N (part)``) and, for a failure, its cause: the
 decision (DEC-n) or rule where kraftspec's kip-631 profile and Kafka part, in a sentence.
 
@@ -23,7 +23,7 @@ from typing import Any
 from .kafka_matrix import outcome
 from .replay import replay
 from .subprocess_adapter import adapter_from_spec
-from .trace import read_all
+from .trace import profile_of, read_all
 
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "kafka-expected.json"
@@ -31,11 +31,18 @@ CORPUS = HERE / "corpus"
 UNEXPLAINED = "UNEXPLAINED: replay it, find the decision or rule behind it, and write it here"
 
 
-def observe(version: str, level: str, corpus: Path = CORPUS) -> dict[str, str]:
-    """Each corpus trace's outcome against Kafka ``version`` at ``level``, by file name."""
+def level_of(levels: str | dict[str, str], trace) -> str:
+    """The level a trace is compared at: one for every trace, or one per profile (the kafka
+    profile's records are Kafka's, so its traces compare at ``records``; kip-631's at ``responses``)."""
+    return levels if isinstance(levels, str) else levels[profile_of(trace.header.config)]
+
+
+def observe(version: str, levels: str | dict[str, str], corpus: Path = CORPUS) -> dict[str, str]:
+    """Each corpus trace's outcome against Kafka ``version`` at its level, by file name."""
     adapter = adapter_from_spec(f"kafka:{version}")
     try:
-        return {path.name: outcome(replay(trace, adapter, level, path)).text() for path, trace in read_all([corpus])}
+        return {path.name: outcome(replay(trace, adapter, level_of(levels, trace), path)).text()
+                for path, trace in read_all([corpus])}
     finally:
         getattr(adapter, "shutdown", adapter.close)()
 
@@ -94,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         write(observed, expected, args.file)
     problems = compare(load(args.file), observed)
     passed = sum(1 for seen in observed.values() if seen == "passed")
-    print(f"Kafka {expected['kafka']}, level {expected['level']}: {passed} of {len(observed)} corpus traces pass")
+    levels = expected["level"] if isinstance(expected["level"], str) else ", ".join(
+        f"{profile} at {level}" for profile, level in expected["level"].items())
+    print(f"Kafka {expected['kafka']} ({levels}): {passed} of {len(observed)} corpus traces pass")
     for line in problems:
         print(f"  {line}")
     return 1 if problems else 0

@@ -18,6 +18,11 @@ from .adapters import make_impl
 from .jsonform import from_json, schema_of, to_json
 
 
+def _written_at(record) -> int:
+    """The version a record is written at: its formats' (DEC-22), 0 for seed 000's records."""
+    return getattr(record, "record_version", 0)
+
+
 def impl_config(config: Config) -> ControllerConfig:
     return ControllerConfig(
         cluster_id=config.cluster_id,
@@ -40,7 +45,7 @@ def response_version(request) -> int:
 
 
 def records_json(batches) -> list:
-    return [(base, [(type(r).__name__, to_json(r)) for r in records]) for base, records in batches]
+    return [(base, [(type(r).__name__, to_json(r, _written_at(r))) for r in records]) for base, records in batches]
 
 
 class Lockstep:
@@ -87,7 +92,7 @@ class Lockstep:
         raise TypeError(f"not an event: {event!r}")
 
     def model_committed(self) -> list:
-        return [(type(r).__name__, to_json(r)) for r in snapshot_records(self.model.committed_image)]
+        return [(type(r).__name__, to_json(r, _written_at(r))) for r in snapshot_records(self.model.committed_image, self.model.config.params.record_formats)]
 
     def impl_committed(self) -> list:
-        return [(type(r).__name__, to_json(r)) for r in self.impl.committed_records()]
+        return [(type(r).__name__, to_json(r, _written_at(r))) for r in self.impl.committed_records()]

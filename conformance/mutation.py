@@ -350,15 +350,13 @@ def controlled_shutdown_is_forgotten(original):
 
 # SHUT-2
 def leadership_moves_to_a_broker_shutting_down(original):
-    """Controlled shutdown moves leaderships to any registered, unfenced in-sync replica, even one shutting down."""
+    """Entering controlled shutdown records it but leaves the broker's ISRs and leaderships as they are."""
 
     def enter_controlled_shutdown(controller, broker_id):
         controller.leases.leases[broker_id].in_controlled_shutdown = True
-        stays, _ = impl_partitions.predicates_without(controller, broker_id)
-        for partition in controller.state.replication.partitions_of(broker_id):
-            if broker_id in partition.isr:
-                isr = partition.isr if len(partition.isr) == 1 else tuple(b for b in partition.isr if b != broker_id)
-                impl_partitions.partition_change(controller, partition, stays, stays, isr=isr)  # eligible: any that may stay
+        registration = controller.state.cluster.brokers[broker_id]
+        for record in controller.formats.shutdown_begins(broker_id, registration.epoch, registration.in_controlled_shutdown):
+            controller._add(record)
 
     return enter_controlled_shutdown
 
@@ -721,7 +719,7 @@ EDITS: tuple[Mutant, ...] = (
           "else:\n            should_shut_down = controlled_shutdown(",
           "An active broker that asks for nothing is put in controlled shutdown."),
     _edit("failover-keeps-old-leases", "LEASE-14", Controller, "failover",
-          "        self.leases = self._lease_manager()\n", "        return Outcome(replies=replies)\n",
+          "        self._fresh_leases(held)\n", "",
           "A failover keeps the old leases instead of giving every broker a fresh one."),
     # the metadata log
     _edit("batch-leaves-an-offset-gap", "LOG-4", Controller, "_close_batch",
@@ -738,8 +736,8 @@ EDITS: tuple[Mutant, ...] = (
           "fields = live.fields() if live else None",
           "The committed state shows registrations that have not committed."),
     _edit("snapshot-leaves-out-unfencing", "LOG-11", Controller, "committed_records",
-          "if not fenced:", "if False:",
-          "The committed state's records leave out the UnfenceBrokerRecords."),
+          "yield from say.registration(*fields)", "yield from say.registration(*fields[:6])",
+          "The committed state's records give every broker as fenced (no UnfenceBrokerRecord; Fenced true)."),
     _edit("bootstrap-not-committed", "LOG-14", Controller, "_bootstrap",
           "            self._commit_to(self.log_end_offset)\n", "",
           "The bootstrap batch of finalized features is appended but not committed."),
@@ -799,7 +797,7 @@ EDITS: tuple[Mutant, ...] = (
           "Unregistering leaves the broker in its ISRs and leaderships."),
     # partitions and controlled shutdown
     _edit("fenced-broker-eligible", "PART-3", impl_partitions, "is_eligible_leader",
-          "    if not controller.state.cluster.is_active(broker_id):\n        return False\n", "",
+          "    if not controller.state.cluster.is_eligible(broker_id):\n        return False\n", "",
           "A fenced broker can be elected leader."),
     _edit("election-picks-the-last-replica", "PART-4", impl_builder, "build_change",
           "leader = elect(preferred_order(replicas, removing), isr, eligible)",
@@ -809,9 +807,9 @@ EDITS: tuple[Mutant, ...] = (
           "elif request.want_shut_down:  # SHUT-4\n        should_shut_down = True",
           "elif request.want_shut_down:  # SHUT-4\n        should_shut_down = False",
           "A fenced broker asking to shut down is not let go."),
-    _edit("shutting-down-broker-eligible", "SHUT-5", impl_partitions, "is_eligible_leader",
-          "return lease is None or not lease.in_controlled_shutdown", "return True",
-          "A broker in controlled shutdown can be elected leader."),
+    _edit("shutting-down-broker-eligible", "SHUT-5", ClusterControl, "is_eligible",
+          " and not registration.in_controlled_shutdown", "",
+          "A broker whose registration says it is in controlled shutdown can join an ISR and be elected leader."),
     _edit("shutdown-grant-ignores-lagging-brokers", "SHUT-3", impl_heartbeat, "shutdown_progress",
           "if not lease.in_controlled_shutdown and not has_applied(controller, lease.metadata_offset, target):",
           "if False:",

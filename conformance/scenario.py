@@ -19,6 +19,7 @@ from kraftspec.model.messages import (
 )
 
 from .generate import record
+from .simulation import features_of
 from .trace import Trace
 
 FEATURES = (Feature("metadata.format", 1, 1),)
@@ -56,7 +57,9 @@ class Scenario:
     def epoch(self, broker_id: int) -> int:
         return self.state.image.brokers[broker_id].epoch
 
-    def register(self, broker_id: int, generation: int = 0, features=FEATURES) -> "Scenario":
+    def register(self, broker_id: int, generation: int = 0, features=None) -> "Scenario":
+        """``features``: what the broker supports; by default the cluster's finalized features."""
+        features = features_of(self.config) if features is None else features
         request = BrokerRegistrationRequest(broker_id, self.config.cluster_id, incarnation(broker_id, generation), features=features)
         return self.send(request).commit()
 

@@ -38,6 +38,18 @@ from kraftspec.model.state import ControllerState, Partition
 TOPIC = "orders"
 SHUTDOWN_PATIENCE_HEARTBEATS = 5  # a broker waiting this long for ShouldShutDown stops anyway
 FEATURES = (Feature("metadata.format", 1, 1),)
+"""What a broker of the default profile's clusters supports: the finalized level, no more."""
+
+
+def features_of(config) -> tuple[Feature, ...]:
+    """What a broker of a cluster configured with ``config`` supports: exactly its finalized
+    features (metadata.version 16 in the kafka profile, DEC-23)."""
+    return tuple(Feature(f.name, f.min_level, f.max_level) for f in config.finalized_features)
+
+
+def older_features(config) -> tuple[Feature, ...]:
+    """What a broker of an older release supports: one level below each finalized feature."""
+    return tuple(Feature(f.name, max(f.min_level - 1, 0), max(f.min_level - 1, 0)) for f in config.finalized_features)
 
 
 @frozen
@@ -187,7 +199,7 @@ class Simulation:
 
     def register_as(self, b: int, note: str):
         self.waiting_registration.add(b)
-        request = brokers.registration_request(self.processes[b], self.state.config.cluster_id, FEATURES)
+        request = brokers.registration_request(self.processes[b], self.state.config.cluster_id, features_of(self.state.config))
         self.own_request = request
         return note, request
 

@@ -98,8 +98,10 @@ def negative_metadata_offset(config: Config | None = None) -> Scenario:
 
 
 def unsupported_features(config: Config | None = None) -> Scenario:
-    """REG-5: a broker that does not support the finalized metadata.format level registers."""
-    return Scenario(config).register(1, features=(Feature("metadata.format", 2, 3),))
+    """REG-5: a broker that does not support the finalized features' levels registers."""
+    config = config if config is not None else Config()
+    above = tuple(Feature(f.name, f.max_level + 1, f.max_level + 2) for f in config.finalized_features)
+    return Scenario(config).register(1, features=above)
 
 
 def unknown_broker_unregistered(config: Config | None = None) -> Scenario:

@@ -21,10 +21,10 @@ from attrs import field, frozen
 
 from kraftspec.model import Config, ConfigError, FeatureRange
 from kraftspec.spec import SPEC_VERSION
-from kraftspec.spec.profiles import DEFAULT_PROFILE, profile_names
+from kraftspec.spec.profiles import DEFAULT_PROFILE, profile, profile_names
 from kraftspec.spec.schemas import INT_RANGES, record_schemas
 
-from .jsonform import FormError, check_form, describe, in_versions, schema_of, valid_text
+from .jsonform import FormError, check_form, describe, in_versions, newest_version, qualified, schema_of, valid_text
 
 FORMAT = "kraftspec-trace"
 FORMAT_VERSION = 1
@@ -369,6 +369,7 @@ class _Run:
         self.log_end = len(header.config["finalized_features"])  # LOG-14: the bootstrap batch
         self.log_end_exact = True
         self.committed_at_most = self.log_end
+        self.formats = profile(profile_of(header.config)).record_formats  # DEC-22: the records' definitions
 
 
 def _check_event(event: Any, check: _Checker, run: _Run) -> dict:
@@ -418,7 +419,7 @@ def _check_records(records: list, check: _Checker, run: _Run) -> None:
         where = f"records[{i}]"
         check.need(record, "type", str, where)
         check.keys(record, RECORD_KEYS, RECORD_OPTIONAL_KEYS, where)
-        name = _record_type(record, where, check)
+        name = _record_type(record, where, check, run.formats)
         offset = check.integer(record, "offset", where, low=0)
         version = _version(record, name, where, check)
         check.form(record["data"], name, version, f"{where}.data")
@@ -445,21 +446,24 @@ def _check_replies(replies: list, check: _Checker, run: _Run) -> None:
         del run.waiting[seq]
 
 
-def _check_committed(committed: Any, check: _Checker) -> None:
+def _check_committed(committed: Any, check: _Checker, formats: str) -> None:
     if not isinstance(committed, list):
         check.fail("committed", f"expected a list of records, got {describe(committed)}")
     for i, record in enumerate(committed):
         where = f"committed[{i}]"
         check.need(record, "type", str, where)
         check.keys(record, COMMITTED_KEYS, where=where)
-        check.form(record["data"], _record_type(record, where, check), 0, f"{where}.data")
+        name = _record_type(record, where, check, formats)
+        check.form(record["data"], name, newest_version(name), f"{where}.data")
 
 
-def _record_type(record: dict, where: str, check: _Checker) -> str:
+def _record_type(record: dict, where: str, check: _Checker, formats: str) -> str:
+    """The record's type, as :func:`jsonform.qualified` names it in ``formats`` (DEC-22)."""
     name = record["type"]
-    if name not in _record_names():
-        check.fail(f"{where}.type", f"unknown record type {describe(name)}; expected one of {', '.join(sorted(_record_names()))}")
-    return name
+    names = _record_names(formats)
+    if name not in names:
+        check.fail(f"{where}.type", f"unknown record type {describe(name)}; expected one of {', '.join(sorted(names))}")
+    return qualified(name, formats)
 
 
 def _version(obj: dict, name: str, where: str, check: _Checker) -> int:
@@ -472,8 +476,8 @@ def _version(obj: dict, name: str, where: str, check: _Checker) -> int:
 
 
 @functools.cache
-def _record_names() -> frozenset[str]:
-    return frozenset(schema["name"] for schema in record_schemas().values())
+def _record_names(formats: str) -> frozenset[str]:
+    return frozenset(schema["name"] for schema in record_schemas(formats).values())
 
 
 def _check_step(obj: Any, n: int, check: _Checker, run: _Run) -> Step:
@@ -491,7 +495,7 @@ def _check_step(obj: Any, n: int, check: _Checker, run: _Run) -> Step:
     _check_replies(replies, check, run)
     committed = obj.get("committed")
     if committed is not None:
-        _check_committed(committed, check)
+        _check_committed(committed, check, run.formats)
     rules = check.need(obj, "rules", list, "")
     rejected = check.need(obj, "rejected_by", list, "")
     for name, values in (("rules", rules), ("rejected_by", rejected)):

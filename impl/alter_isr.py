@@ -72,8 +72,8 @@ def _alter_partition(controller: Controller, requester: int, topic_id: UUID, ent
         or partition.leader not in new_isr
     ):
         return Error.INVALID_REQUEST
-    is_active = controller.state.cluster.is_active
-    if not all(is_active(b) for b in new_isr):
+    is_eligible = controller.state.cluster.is_eligible  # DEC-22: a registration in controlled shutdown too
+    if not all(is_eligible(b) for b in new_isr):
         return Error.INELIGIBLE_REPLICA
     partition_change(controller, partition, isr=tuple(new_isr))
     return None

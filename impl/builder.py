@@ -26,9 +26,16 @@ def elect(replicas, isr, eligible: Callable[[int], bool]) -> int:
 def reassignment_complete(replicas, isr, adding, removing, completes: str = "adding-in-sync") -> bool:
     """REASSIGN-6 (DEC-18, the profile's ``reassignment_completes``): with ``adding-in-sync``, every
     adding replica is in the ISR and the ISR holds a target replica; with ``target-in-sync``, every
-    target replica is in the ISR."""
+    target replica is in the ISR; with ``adding-in-sync-whole-target-when-shrinking`` (Kafka 4.3 and
+    later), every adding replica is in the ISR without the removing ones, which is not empty, and
+    when fewer replicas are added than removed, every target replica is too."""
     if completes == "target-in-sync":
         return all(b in isr for b in replicas if b not in removing)
+    if completes == "adding-in-sync-whole-target-when-shrinking":
+        staying = [b for b in isr if b not in removing]
+        if not staying or any(b not in staying for b in adding):
+            return False
+        return len(adding) >= len(removing) or all(b in staying for b in replicas if b not in removing)
     for broker_id in adding:
         if broker_id not in isr:
             return False

@@ -134,6 +134,12 @@ class ClusterControl:
     # ---- queries ------------------------------------------------------------------------
 
     def is_active(self, broker_id: int) -> bool:
-        """Registered and not fenced: may stay leader (PART-3) and be in an ISR (ISR-8)."""
+        """Registered and not fenced: may stay leader (PART-3)."""
         registration = self.brokers.get(broker_id)
         return registration is not None and not registration.fenced
+
+    def is_eligible(self, broker_id: int) -> bool:
+        """Registered, not fenced, and not in controlled shutdown by its registration (which only
+        Kafka's records say, DEC-22): may be in an ISR (ISR-8) and be elected (PART-3)."""
+        registration = self.brokers.get(broker_id)
+        return registration is not None and not registration.fenced and not registration.in_controlled_shutdown

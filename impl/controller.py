@@ -28,8 +28,9 @@ from .codec import CodecError, profile_codec
 from .config import ControllerConfig
 from .errors import Error, Refused
 from .formats import formats_of
-from .heartbeat import handle_broker_heartbeat, lapsed_brokers
+from .heartbeat import handle_broker_heartbeat, lapsed_brokers, scan_sessions
 from .leases import LeaseManager
+from .sessions import registration_order
 from .messages import (
     ZERO_UUID,
     AlterIsrRequest,
@@ -215,9 +216,7 @@ class Controller:
             else:  # which of them were committed is unknown: keep them, uncommitted, for the quorum to decide
                 kept = range(committed, disk.end_offset)
                 controller._keep_uncommitted(committed)
-        for broker_id, registration in sorted(controller.state.cluster.brokers.items()):
-            lease = controller.leases.start(broker_id, now_ms, registration.fenced)  # LEASE-14
-            lease.released = registration.fenced  # DEC-6: nothing heard from a fenced broker yet
+        controller._fresh_leases(list(controller.state.cluster.brokers))  # LEASE-14
         controller.startup = {
             "recovery": disk.recovery,
             "quarantined": tuple(disk.quarantined),
@@ -326,6 +325,14 @@ class Controller:
         if now_ms <= self.now_ms:
             return Outcome()
         self.now_ms = now_ms
+        leases = self.leases
+        if leases.sessions is not None:  # DEC-25, kafka profile: the periodic scan, once if it is due
+            if now_ms < leases.next_scan_ms:
+                return Outcome()
+            self._open_batch()
+            leases.next_scan_ms = now_ms + leases.scan_delay_ms(scan_sessions(self))
+            batch = self._close_batch()
+            return Outcome((batch,) if batch else ())
         batches = []
         for broker_id in lapsed_brokers(self, now_ms):
             self._open_batch()
@@ -368,6 +375,7 @@ class Controller:
 
     def failover(self) -> Outcome:
         """LOG-10: undo the uncommitted tail, answer what waited NOT_CONTROLLER, fresh leases (LEASE-14)."""
+        held = list(self.state.cluster.brokers)
         self.state.undo_uncommitted()
         self.batches.clear()
         if self.disk is not None:
@@ -378,14 +386,30 @@ class Controller:
             for _, seq, request, version, _ in self.pending
         )
         self.pending.clear()
-        self.leases = self._lease_manager()
-        for broker_id, registration in sorted(self.state.cluster.brokers.items()):
-            lease = self.leases.start(broker_id, self.now_ms, registration.fenced)
-            lease.released = registration.fenced  # DEC-6: this controller has heard nothing from a fenced broker
+        self._fresh_leases(held)
         return Outcome(replies=replies)
 
+    def _fresh_leases(self, held: list[int]) -> None:
+        """LEASE-14: a lease for every registered broker; in the kafka profile (DEC-25) a session for
+        every unfenced one, in Kafka's order of its registration table, which held ``held``."""
+        self.leases = self._lease_manager()
+        brokers = self.state.cluster.brokers
+        for broker_id, registration in sorted(brokers.items()):
+            lease = self.leases.start(broker_id, self.now_ms, registration.fenced)
+            lease.released = registration.fenced  # DEC-6: this controller has heard nothing from a fenced broker
+        sessions = self.leases.sessions
+        if sessions is not None:
+            for broker_id in registration_order(sorted(set(held) | set(brokers))):
+                unfenced = brokers.get(broker_id)
+                if unfenced is not None and not unfenced.fenced:
+                    sessions.touch(broker_id, unfenced.epoch, self.now_ms)
+
     def _lease_manager(self) -> LeaseManager:
-        return LeaseManager(self.config.session_timeout_ms, self.config.params.lease_lapses == "after-deadline")
+        params = self.config.params
+        return LeaseManager(
+            self.config.session_timeout_ms, params.lease_lapses == "after-deadline", params.lease_expiry == "hash-map-scan",
+            self.now_ms,
+        )
 
     def take_snapshot(self) -> Outcome:
         """LOG-11: the committed state as its minimal records; the log before it may go."""

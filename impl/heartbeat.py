@@ -26,6 +26,9 @@ def handle_broker_heartbeat(controller: Controller, request, version: int):
     if version not in HEARTBEAT_VERSIONS:
         return Refused("RPC-2", BrokerHeartbeatResponse(error_code=Error.UNSUPPORTED_VERSION))
     broker_id = request.broker_id
+    sessions = controller.leases.sessions
+    if sessions is not None:  # DEC-25, kafka profile: every heartbeat, before any check, under the epoch it names
+        sessions.touch(broker_id, request.broker_epoch, controller.now_ms)
     registration = controller.state.cluster.brokers.get(broker_id)
     if registration is None:  # LEASE-3, DEC-15
         return Refused("LEASE-3", BrokerHeartbeatResponse(error_code=Error.STALE_BROKER_EPOCH))
@@ -101,6 +104,20 @@ def shutdown_progress(controller: Controller, broker_id: int) -> bool:
     if controller.state.replication.leads_any(broker_id):
         return False
     fence_broker(controller, broker_id)
+    return True
+
+
+def scan_sessions(controller: Controller) -> bool:
+    """LEASE-8, DEC-25, kafka profile: one run of Kafka's scan: the first lapsed session goes; its
+    broker is fenced if the session is of its current registration, fenced already or not. Returns
+    whether a session went."""
+    found = controller.leases.pop_lapsed_session(controller.now_ms)
+    if found is None:
+        return False
+    broker_id, epoch = found
+    registration = controller.state.cluster.brokers.get(broker_id)
+    if registration is not None and registration.epoch == epoch:
+        fence_broker(controller, broker_id)
     return True
 
 

@@ -14,6 +14,8 @@ import heapq
 import itertools
 from collections import deque
 
+from .sessions import SessionTable
+
 
 class Lease:
     __slots__ = ("last_contact_ms", "metadata_offset", "in_controlled_shutdown", "released", "shutdown_offset", "version")
@@ -28,12 +30,21 @@ class Lease:
 
 
 class LeaseManager:
-    __slots__ = ("session_timeout_ms", "lapse_margin", "leases", "deadlines", "acknowledged", "unfenced", "_versions")
+    __slots__ = (
+        "session_timeout_ms", "lapse_margin", "leases", "deadlines", "acknowledged", "unfenced", "_versions",
+        "sessions", "next_scan_ms",
+    )
 
-    def __init__(self, session_timeout_ms: int, lapses_after_deadline: bool = False) -> None:
+    def __init__(
+        self, session_timeout_ms: int, lapses_after_deadline: bool = False, scanned: bool = False, now_ms: int = 0
+    ) -> None:
         self.session_timeout_ms = session_timeout_ms
         # DEC-7: a lease lapses at its deadline (kip-631), or a millisecond after it (kafka)
         self.lapse_margin = 1 if lapses_after_deadline else 0
+        # DEC-25, kafka profile: Kafka's sessions per (broker id, epoch) and its periodic scan, the
+        # first a scan period after this controller became active; None and unused in kip-631
+        self.sessions = SessionTable() if scanned else None
+        self.next_scan_ms = now_ms + self.scan_delay_ms(found=False)
         self.leases: dict[int, Lease] = {}
         self.deadlines: deque[tuple[int, int]] = deque()  # (deadline, broker), in deadline order
         self.acknowledged: list[tuple[int, int, int]] = []  # heap of (offset, broker, version)
@@ -94,6 +105,16 @@ class LeaseManager:
             if broker_id in self.unfenced:
                 lapsed.append((deadline, broker_id))
         return [b for _, b in sorted(lapsed)]
+
+    def scan_delay_ms(self, found: bool) -> int:
+        """DEC-25, kafka profile: 10 ms after a scan that removed a session, else the session timeout
+        / 8 rounded up to whole milliseconds (at least 1)."""
+        return 10 if found else max(1, -(-self.session_timeout_ms // 8))
+
+    def pop_lapsed_session(self, now_ms: int) -> tuple[int, int] | None:
+        """DEC-25, kafka profile: remove the first lapsed session (DEC-7) in Kafka's map order."""
+        assert self.sessions is not None
+        return self.sessions.pop_first_lapsed(now_ms - self.session_timeout_ms + 1 - self.lapse_margin)
 
     def claimed(self, broker_id: int, now_ms: int) -> bool:
         """REG-4: the registration still holds its id: its lease has not lapsed (DEC-7) and it has not

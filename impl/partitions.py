@@ -27,13 +27,15 @@ if TYPE_CHECKING:
 
 
 def stays_leader(controller: Controller, broker_id: int) -> bool:
-    """PART-3: a leader stays while registered and unfenced."""
-    return controller.state.cluster.is_active(broker_id)
+    """PART-3: a leader stays while registered, unfenced, and not in controlled shutdown by its
+    registration (only Kafka's records say so, DEC-22)."""
+    return controller.state.cluster.is_eligible(broker_id)
 
 
 def is_eligible_leader(controller: Controller, broker_id: int) -> bool:
-    """PART-3: registered, unfenced, not in controlled shutdown."""
-    if not controller.state.cluster.is_active(broker_id):
+    """PART-3: registered, unfenced, not in controlled shutdown (by the lease, or by the registration
+    where Kafka's records keep it, DEC-22)."""
+    if not controller.state.cluster.is_eligible(broker_id):
         return False
     lease = controller.leases.leases.get(broker_id)
     return lease is None or not lease.in_controlled_shutdown
@@ -88,9 +90,11 @@ def unfence_broker(controller: Controller, broker_id: int) -> None:
     """LEASE-10 and PART-7: the record that unfences it (UnfenceBrokerRecord, or Kafka's
     BrokerRegistrationChangeRecord: DEC-22), then elections where it is in sync and nobody leads."""
     controller._add(controller.formats.unfence(broker_id, controller.state.cluster.brokers[broker_id].epoch))
+    stays = MethodType(stays_leader, controller)
+    eligible = (lambda b: b == broker_id or is_eligible_leader(controller, b))  # DEC-22: whatever its registration says
     for partition in controller.state.replication.partitions_of(broker_id):
         if partition.leader == NO_LEADER and broker_id in partition.isr:
-            partition_change(controller, partition)
+            partition_change(controller, partition, stays, eligible)
 
 
 def unregister_broker(controller: Controller, broker_id: int) -> None:

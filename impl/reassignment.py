@@ -56,7 +56,8 @@ def start_reassignment(controller: Controller, partition: Partition, target: tup
     adding = tuple(b for b in target if b not in current)
     if not removing and not adding:
         partition_change(controller, partition, replicas=target, removing=(), adding=())
-    elif controller.config.params.reassignment_layout == "target-then-removing":  # DEC-18: by profile
+    elif controller.config.params.reassignment_layout == "target-then-removing":  # DEC-18: by profile,
+        removing, adding = tuple(sorted(removing)), tuple(sorted(adding))  # Kafka's lists in ascending id
         partition_change(controller, partition, replicas=target + removing, removing=removing, adding=adding)
     else:
         partition_change(controller, partition, replicas=removing + target, removing=removing, adding=adding)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .errors import Error, Refused
 from .messages import ZERO_UUID, BrokerRegistrationResponse, UnregisterBrokerResponse
-from .partitions import unregister_broker
+from .partitions import leave_isrs, unregister_broker
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -49,7 +49,11 @@ def handle_broker_registration(controller: Controller, request, version: int):
         for record in _records(controller, request, epoch, retry.fenced, retry.in_controlled_shutdown):
             controller._add(record)
         return _retried(controller, broker_id, epoch)
-    epoch = controller.log_end_offset  # REG-6: the offset this record is written at
+    if existing is not None and not existing.fenced:
+        # DEC-25, kafka profile: a lapsed lease may wait for the scan; the incarnation replaced leaves
+        # its ISRs and leaderships first, as when fenced
+        leave_isrs(controller, broker_id)
+    epoch = controller.log_end_offset + controller.batch_size()  # REG-6: the offset this record is written at
     for record in _records(controller, request, epoch):  # REG-8: a new registration is fenced
         controller._add(record)
     lease = controller.leases.start(broker_id, controller.now_ms, fenced=True)

@@ -110,8 +110,9 @@ def create_topic(controller: Controller, topic, first: bool, taken: set, room: i
 def placement_candidates(controller: Controller) -> tuple[list[int], list[int]]:
     """TOPIC-4: the brokers a new replica may go to, by id: unfenced ones (not in controlled
     shutdown), then fenced ones (DEC-26)."""
-    brokers = controller.state.cluster.brokers
-    unfenced = sorted(b for b in brokers if is_eligible_leader(controller, b))
+    brokers, leases = controller.state.cluster.brokers, controller.leases.leases
+    # the active controller's word on controlled shutdown, not the registration's (DEC-22), as Kafka's placer
+    unfenced = sorted(b for b, r in brokers.items() if not r.fenced and not (b in leases and leases[b].in_controlled_shutdown))
     fenced = sorted(b for b, registration in brokers.items() if registration.fenced)
     return unfenced, fenced
 
@@ -130,7 +131,7 @@ def handle_delete_topics(controller: Controller, request, version: int):
         elif committed_id is None:
             results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.UNKNOWN_TOPIC_OR_PARTITION))
         elif topic is None or topic.name != name:  # an uncommitted deletion already removed it
-            results.append(result(name=name, topic_id=ZERO_UUID, error_code=Error.UNKNOWN_TOPIC_ID))
+            results.append(result(name=name, topic_id=committed_id, error_code=Error.UNKNOWN_TOPIC_ID))
         else:
             results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))
             controller._add(RemoveTopicRecord(topic_id=topic.topic_id))

@@ -71,7 +71,8 @@ def _alter_partition(state, requester, topic_id, entry: AlterIsrPartition, named
         or partition.leader not in new_isr
     ):
         return refuse("ISR-7", Error.INVALID_REQUEST)
-    if any(b not in image.brokers or image.brokers[b].fenced for b in new_isr):
+    # DEC-22: a registration that says it is in controlled shutdown (Kafka's records) is ineligible too
+    if any(b not in image.brokers or image.brokers[b].fenced or image.brokers[b].in_controlled_shutdown for b in new_isr):
         return refuse("ISR-8", Error.INELIGIBLE_REPLICA)
 
     cite("ISR-9")

@@ -3,8 +3,8 @@
 A request is given the next sequence number (RPC-6) and handed to its handler, which
 decides records and a response (a :class:`Decision`); the records are appended as one
 batch and replayed at once (LOG-4, LOG-5), and the response waits for their commit
-(LOG-7). Ticks fence lapsed leases (LEASE-8); commits release responses; a failover
-rebuilds from committed state (LOG-10).
+(LOG-7). Ticks fence lapsed leases (LEASE-8; in the kafka profile by a periodic scan, DEC-25);
+commits release responses; a failover rebuilds from committed state (LOG-10).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from attrs import frozen
 from .alter_isr import handle_alter_isr
 from .decision import Decision
 from .events import Commit, Event, Failover, TakeSnapshot, Tick
-from .heartbeat import expire_lease, handle_broker_heartbeat, next_lease_expiry
+from .heartbeat import expire_lease, handle_broker_heartbeat, next_lease_expiry, scan_delay_ms, scan_sessions
 from .log import answer_after_commit, append, commit, failover, take_snapshot
 from .messages import (
     REQUEST_TYPES,
@@ -98,6 +98,8 @@ def _request(state: ControllerState, request: Request) -> StepResult:
     changes: dict[str, Any] = {"next_seq": seq + 1}
     if decision.leases is not None:
         changes["leases"] = decision.leases
+    if decision.sessions is not None:
+        changes["sessions"] = decision.sessions
     if decision.refused_by in state.config.params.answered_at_once:
         cite("LOG-7")  # DEC-21, kafka profile: an error of the whole request is answered at once
         return StepResult(state.evolve(**changes), replies=(Reply(seq, request, decision.response),), seq=seq)
@@ -111,6 +113,8 @@ def _tick(state: ControllerState, tick: Tick) -> StepResult:
     if tick.now_ms <= state.now_ms:
         return StepResult(state)  # time never goes back
     state = state.evolve(now_ms=tick.now_ms)
+    if state.config.params.lease_expiry == "hash-map-scan":
+        return _scan(state)
     batches: list[Batch] = []
     while (broker_id := next_lease_expiry(state)) is not None:
         decision = expire_lease(state, broker_id)  # one batch per broker, each on the state the last left
@@ -119,3 +123,19 @@ def _tick(state: ControllerState, tick: Tick) -> StepResult:
         if batch is not None:  # a lapsed lease always fences, so there is a batch
             batches.append(batch)
     return StepResult(state, batches=tuple(batches))
+
+
+def _scan(state: ControllerState) -> StepResult:
+    """LEASE-8, DEC-25, kafka profile: the periodic scan, if it is due, runs once at the tick's time
+    and fences at most one broker (Kafka's clock moves only with ticks, so a tick runs it once at
+    most, however long the tick)."""
+    if state.now_ms < state.next_scan_ms:
+        return StepResult(state)
+    decision, found = scan_sessions(state)
+    state, batch = append(state, decision.records)
+    state = state.evolve(
+        leases=decision.leases if decision.leases is not None else state.leases,
+        sessions=decision.sessions,
+        next_scan_ms=state.now_ms + scan_delay_ms(state.config, found),
+    )
+    return StepResult(state, batches=(batch,) if batch is not None else ())

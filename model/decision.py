@@ -6,6 +6,7 @@ from attrs import frozen
 
 from .messages import Response
 from .records import Record
+from .sessions import SessionTable
 from .state import Lease
 
 
@@ -15,11 +16,13 @@ class Decision:
 
     ``records`` are appended as one batch (LOG-4); ``response`` is released when they
     commit (LOG-7); ``leases`` is the controller's soft state after the request, or None
-    when the request did not touch it. ``refused_by`` names the rule that refused the request as
-    a whole, if one did: the profile says which such refusals are answered at once (DEC-21).
+    when the request did not touch it; ``sessions`` likewise for Kafka's session table (DEC-25, the
+    kafka profile). ``refused_by`` names the rule that refused the request as a whole, if one did:
+    the profile says which such refusals are answered at once (DEC-21).
     """
 
     records: tuple[Record, ...] = ()
     response: Response | None = None
     leases: dict[int, Lease] | None = None
+    sessions: SessionTable | None = None
     refused_by: str | None = None

@@ -13,12 +13,14 @@ import struct
 from typing import Any
 from uuid import UUID
 
-from kraftspec.spec.schemas import record_schemas
+from kraftspec.spec.profiles import Profile, profile
+from kraftspec.spec.schemas import record_schema, record_schemas
 
-from .records import RECORD_TYPES, STRUCT_TYPES, Record
+from .formats import FORMATS, record_version
+from .records import Record
 from .rules import cite
 
-FRAME_TYPE = 0  # DEC-10: seed 000's "currently 0"; Kafka writes 1
+FRAME_TYPE = profile().frame_type  # DEC-10: seed 000's "currently 0"; the kafka profile's is Kafka's 1
 MAX_VARINT_BYTES = 5
 MAX_UVARINT = 2**32 - 1  # DEC-32
 
@@ -96,11 +98,14 @@ def uvarint(value: int) -> bytes:
             return bytes(out)
 
 
-def encode_record(record: Record, version: int = 0) -> bytes:
-    """LOG-2: frame type, record type, version, then the payload (LOG-3)."""
+def encode_record(record: Record, version: int | None = None, frame_type: int = FRAME_TYPE) -> bytes:
+    """LOG-2: frame type, record type, version (by default the one the record's formats write it
+    at), then the payload (LOG-3)."""
     cite("LOG-2")
-    schema = record_schemas()[type(record).API_KEY]
-    header = uvarint(FRAME_TYPE) + uvarint(type(record).API_KEY) + uvarint(version)
+    cls = type(record)
+    schema = record_schema(cls.__name__, getattr(cls, "FORMATS", "seed-000"))
+    version = record_version(record) if version is None else version
+    header = uvarint(frame_type) + uvarint(cls.API_KEY) + uvarint(version)
     return header + _encode_struct(record, schema["fields"], version)
 
 
@@ -153,10 +158,11 @@ def _encode_value(value: Any, field: dict[str, Any], version: int) -> bytes:
 class _Reader:
     """Reads ``data[pos:end]``; positions in errors are offsets into the whole of ``data``."""
 
-    def __init__(self, data: bytes, pos: int = 0, end: int | None = None):
+    def __init__(self, data: bytes, pos: int = 0, end: int | None = None, structs: dict[str, type] | None = None):
         self.data = data
         self.pos = pos
         self.end = len(data) if end is None else end
+        self.structs = structs if structs is not None else FORMATS["seed-000"].structs  # the nested records' classes
 
     def remaining(self) -> int:
         return self.end - self.pos
@@ -191,16 +197,19 @@ class _Reader:
         raise FrameError(start, f"{what}: varint longer than {MAX_VARINT_BYTES} bytes")
 
 
-def decode_record(data: bytes) -> tuple[Record, int]:
-    """LOG-2: the record in ``data`` and its version; FrameError names the byte that is wrong."""
+def decode_record(data: bytes, params: Profile | None = None) -> tuple[Record, int]:
+    """LOG-2: the record in ``data`` and its version, in the frame type and record formats of the
+    profile ``params`` (the default profile's when None); FrameError names the byte that is wrong."""
     cite("LOG-2")
-    reader = _Reader(data)
+    params = params if params is not None else profile()
+    formats = FORMATS[params.record_formats]
+    reader = _Reader(data, structs=formats.structs)
     frame_type = reader.uvarint("frame type")
-    if frame_type != FRAME_TYPE:
-        raise FrameError(0, f"frame type {frame_type}, expected {FRAME_TYPE}")
+    if frame_type != params.frame_type:  # DEC-10
+        raise FrameError(0, f"frame type {frame_type}, expected {params.frame_type}")
     at = reader.pos
     api_key = reader.uvarint("record type")
-    schema = record_schemas().get(api_key)
+    schema = record_schemas(formats.name).get(api_key)
     if schema is None:
         raise FrameError(at, f"unknown record type {api_key}")
     at = reader.pos
@@ -210,7 +219,7 @@ def decode_record(data: bytes) -> tuple[Record, int]:
     values = _decode_struct(reader, schema["fields"], version, schema["name"])
     if reader.remaining():
         raise FrameError(reader.pos, f"{reader.remaining()} bytes left after the {schema['name']} payload")
-    return RECORD_TYPES[api_key](**values), version
+    return formats.types[api_key](**values), version
 
 
 def _decode_struct(reader: _Reader, fields: list[dict[str, Any]], version: int, where: str) -> dict[str, Any]:
@@ -238,7 +247,7 @@ def _decode_struct(reader: _Reader, fields: list[dict[str, Any]], version: int, 
         tagged_field = tagged.get(tag)
         if tagged_field is None:
             continue  # an unknown tagged field is skipped (KIP-482)
-        inner = _Reader(reader.data, start, start + size)
+        inner = _Reader(reader.data, start, start + size, reader.structs)
         name = tagged_field["name"]
         values[snake_case(name)] = _decode_value(inner, tagged_field, version, f"{where}.{name}")
         if inner.remaining():
@@ -287,4 +296,4 @@ def _decode_value(reader: _Reader, field: dict[str, Any], version: int, where: s
             return data.decode("utf-8")
         except UnicodeDecodeError:
             raise FrameError(at, f"{where}: not UTF-8") from None
-    return STRUCT_TYPES[kind](**_decode_struct(reader, field["fields"], version, where))
+    return reader.structs[kind](**_decode_struct(reader, field["fields"], version, where))

@@ -14,7 +14,8 @@ from .partitions import enter_controlled_shutdown, fence_broker, unfence_broker
 from .records import Record
 from .replay import replay_all
 from .rules import cite, reject
-from .state import Config, ControllerState, Lease, MetadataImage, replace
+from .sessions import SessionTable
+from .state import Config, ControllerState, Lease, MetadataImage, lapsed, replace
 
 SUPPORTED_HEARTBEAT_VERSIONS = (0, 1)  # RPC-1
 
@@ -65,14 +66,15 @@ def handle_broker_heartbeat(state: ControllerState, request: BrokerHeartbeatRequ
     if request.version not in SUPPORTED_HEARTBEAT_VERSIONS:
         reject("RPC-2")
         return Decision(response=error_response(evolve(request, version=0), Error.UNSUPPORTED_VERSION), refused_by="RPC-2")
+    sessions = record_session(state, request)
     registration = state.image.brokers.get(request.broker_id)
     if registration is None:
-        return _refuse("LEASE-3", request, Error.STALE_BROKER_EPOCH)  # DEC-15: Kafka's code (the seeds name none)
+        return _refuse("LEASE-3", request, Error.STALE_BROKER_EPOCH, sessions)  # DEC-15: Kafka's code (the seeds name none)
     if request.broker_epoch != registration.epoch:
-        return _refuse("LEASE-4", request, Error.STALE_BROKER_EPOCH)  # not contact: renews nothing
+        return _refuse("LEASE-4", request, Error.STALE_BROKER_EPOCH, sessions)  # not contact: renews no lease
     if request.current_metadata_offset < 0 and state.config.params.heartbeat_offset == "next-offset":
         # DEC-2: a broker that applied nothing sends 0 (the kafka profile takes any value)
-        return _refuse("LEASE-5", request, Error.INVALID_REQUEST)
+        return _refuse("LEASE-5", request, Error.INVALID_REQUEST, sessions)
     lease = state.leases[request.broker_id]
     if request.current_metadata_offset < lease.metadata_offset:
         cite("LEASE-6")  # DEC-13: recorded as sent, like any other
@@ -84,16 +86,28 @@ def handle_broker_heartbeat(state: ControllerState, request: BrokerHeartbeatRequ
     # REG-4, DEC-6: a broker answered ShouldShutDown gives its id up; any other answer is contact that claims it
     leases = {**leases, request.broker_id: replace(leases[request.broker_id], released=should_shut_down)}
     image = replay_all(state.image, records)
-    return Decision(records=tuple(records), response=_status(state, request, image, leases, should_shut_down), leases=leases)
+    response = _status(state, request, image, leases, should_shut_down)
+    return Decision(records=tuple(records), response=response, leases=leases, sessions=sessions)
 
 
-def _refuse(rule: str, request: BrokerHeartbeatRequest, error: Error) -> Decision:
-    """A refused heartbeat: nothing changes; the response has the schema's defaults (LEASE-2),
-    so a version 1 response says LowestAcknowledgedOffset = -1 (LAO-2)."""
+def record_session(state: ControllerState, request: BrokerHeartbeatRequest) -> SessionTable | None:
+    """DEC-25, kafka profile: Kafka records every heartbeat in its session table before it looks
+    at the request, under the broker id and epoch the request names, registered or not, current
+    or not (LEASE-7: only the current registration's lease is renewed). None in the kip-631
+    profile, which keeps no such table."""
+    if state.config.params.lease_expiry != "hash-map-scan":
+        return None
+    return state.sessions.touched(request.broker_id, request.broker_epoch, state.now_ms)
+
+
+def _refuse(rule: str, request: BrokerHeartbeatRequest, error: Error, sessions: SessionTable | None) -> Decision:
+    """A refused heartbeat: nothing changes but Kafka's session table (DEC-25, kafka profile); the
+    response has the schema's defaults (LEASE-2), so a version 1 response says
+    LowestAcknowledgedOffset = -1 (LAO-2)."""
     reject(rule)
     if request.version >= 1:
         cite("LAO-2")
-    return Decision(response=error_response(request, error), refused_by=rule)
+    return Decision(response=error_response(request, error), refused_by=rule, sessions=sessions)
 
 
 def _transition(
@@ -181,7 +195,7 @@ def _grant(
 
 def next_lease_expiry(state: ControllerState) -> int | None:
     """LEASE-8: the unfenced broker whose lease has lapsed at the current time, earliest
-    deadline first, then lowest id (DEC-25); None when every lease holds."""
+    deadline first, then lowest id (DEC-25, kip-631 profile); None when every lease holds."""
     timeout = state.config.session_timeout_ms
     lapsed = [
         (state.leases[b].deadline(timeout), b)
@@ -196,3 +210,30 @@ def expire_lease(state: ControllerState, broker_id: int) -> Decision:
     cite("LEASE-8")
     records, leases = fence_broker(state.image, state.leases, broker_id, state.config.params)
     return Decision(records=tuple(records), leases=leases)
+
+
+def scan_delay_ms(config: Config, found: bool) -> int:
+    """DEC-25, kafka profile: the time from a scan (or from the controller becoming active) to the
+    next: 10 ms after a scan that removed a session, else the session timeout / 8 (at least 1 ms).
+    Kafka counts it in nanoseconds from the scan; ticks come in whole milliseconds, so the first
+    tick that reaches it is the one at or after the period rounded up."""
+    return 10 if found else max(1, -(-config.session_timeout_ms // 8))
+
+
+def scan_sessions(state: ControllerState) -> tuple[Decision, bool]:
+    """LEASE-8, DEC-25, kafka profile: one run of Kafka's scan. The first lapsed session in the
+    table's order (DEC-7) is removed. If it is of the broker's current registration, the broker is
+    fenced (one batch, PART-6), fenced already or not; a session of an earlier epoch, or of an id
+    that is not registered, goes with nothing written. Returns the decision, whose ``sessions`` is
+    always set, and whether a session was removed."""
+    for session in state.sessions.in_order():
+        if not lapsed(session.last_contact_ms, state.now_ms, state.config):
+            continue
+        sessions = state.sessions.without(session)
+        registration = state.image.brokers.get(session.broker_id)
+        if registration is None or registration.epoch != session.epoch:
+            return Decision(sessions=sessions), True  # the scan is spent on it
+        cite("LEASE-8")
+        records, leases = fence_broker(state.image, state.leases, session.broker_id, state.config.params)
+        return Decision(records=tuple(records), leases=leases, sessions=sessions), True
+    return Decision(sessions=state.sessions), False

@@ -162,14 +162,24 @@ def inv_9_only_sole_isr_member_fenced(state: ControllerState) -> Violations:
 
 
 def inv_10_unfenced_broker_holds_lease(state: ControllerState) -> Violations:
-    """INV-10: unfenced brokers are inside their lease; leases exist exactly for registered brokers."""
+    """INV-10: unfenced brokers are inside their lease (in the kafka profile, where a periodic scan
+    fences, DEC-25: hold a session of their epoch that their lease's last contact renewed); leases
+    exist exactly for registered brokers."""
     out = []
     if set(state.leases) != set(state.image.brokers):
         out.append(f"INV-10 leases for {sorted(state.leases)} but registrations for {sorted(state.image.brokers)}")
     timeout = state.config.session_timeout_ms
+    scanned = state.config.params.lease_expiry == "hash-map-scan"
     for b, registration in state.image.brokers.items():
         lease = state.leases.get(b)
-        if lease is not None and not registration.fenced and lease.lapsed(state.now_ms, state.config):
+        if lease is None or registration.fenced:
+            continue
+        if scanned:  # DEC-25, kafka profile: a lapsed lease waits for a scan, in its session
+            session = state.sessions.get(b, registration.epoch)
+            if session is None or session.last_contact_ms != lease.last_contact_ms:
+                out.append(f"INV-10 broker {b} unfenced with no session of epoch {registration.epoch} last renewed "
+                           f"at {lease.last_contact_ms}")
+        elif lease.lapsed(state.now_ms, state.config):
             out.append(f"INV-10 broker {b} unfenced at {state.now_ms} past its deadline {lease.deadline(timeout)}")
     return out
 

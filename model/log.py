@@ -6,25 +6,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .errors import Error
+from .heartbeat import scan_delay_ms
 from .messages import Request, Response, error_response
-from .records import (
-    FeatureLevelRecord,
-    PartitionRecord,
-    Record,
-    RegisterBrokerRecord,
-    TopicRecord,
-    UnfenceBrokerRecord,
-)
+from .formats import FORMATS, Registration, formats_of
+from .records import PartitionRecord, Record
 from .replay import replay_all
 from .rules import cite, reject
+from .sessions import SessionTable, registration_order
 from .state import Batch, Config, ControllerState, Lease, MetadataImage, PendingReply, Reply, Snapshot
 
 
 def bootstrap_records(config: Config) -> tuple[Record, ...]:
     """LOG-14: the finalized features, by name, as the log's first batch."""
     cite("LOG-14")
-    features = sorted(config.finalized_features, key=lambda f: f.name)
-    return tuple(FeatureLevelRecord(f.name, f.min_level, f.max_level) for f in features)
+    return formats_of(config.params).finalized((f.name, f.min_level, f.max_level) for f in config.finalized_features)
 
 
 def initial_state(config: Config | None = None, now_ms: int = 0) -> ControllerState:
@@ -42,7 +37,14 @@ def initial_state(config: Config | None = None, now_ms: int = 0) -> ControllerSt
         committed_offset=len(records),
         snapshot=None,
         leases={},
+        next_scan_ms=_first_scan_ms(config, now_ms),
     )
+
+
+def _first_scan_ms(config: Config, now_ms: int) -> int:
+    """DEC-25, kafka profile: a controller that becomes active at ``now_ms`` scans its sessions
+    first a scan period later (0, unused, in the kip-631 profile)."""
+    return now_ms + scan_delay_ms(config, found=False) if config.params.lease_expiry == "hash-map-scan" else 0
 
 
 def append(state: ControllerState, records: Sequence[Record]) -> tuple[ControllerState, Batch | None]:
@@ -100,6 +102,7 @@ def failover(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]
     """LOG-10: drop the uncommitted tail, rebuild from the snapshot and the committed records,
     answer every waiting request NOT_CONTROLLER, and give every broker a fresh lease (LEASE-14)."""
     cite("LOG-10")
+    before = state
     batches = state.committed_batches()
     if state.snapshot is not None:
         cite("LOG-12")  # the snapshot, then the committed records after it
@@ -113,23 +116,31 @@ def failover(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]
     # id until it is (a broker that shut down cleanly can come back at once)
     leases = {b: Lease(state.now_ms, released=r.fenced) for b, r in rebuilt.brokers.items()}
     state = state.evolve(image=rebuilt, committed_image=rebuilt, batches=batches, pending=(), leases=leases)
+    if state.config.params.lease_expiry == "hash-map-scan":
+        # DEC-25, kafka profile: Kafka (4.1 on) gives each unfenced broker a session, in the order it
+        # holds its registrations (sized by those it held before and after the failover), and schedules its
+        # first scan
+        sessions = SessionTable()
+        for b in registration_order(sorted(set(before.image.brokers) | set(rebuilt.brokers))):
+            if b in rebuilt.brokers and not rebuilt.brokers[b].fenced:
+                sessions = sessions.touched(b, rebuilt.brokers[b].epoch, state.now_ms)
+        state = state.evolve(sessions=sessions, next_scan_ms=_first_scan_ms(state.config, state.now_ms))
     return state, replies
 
 
-def snapshot_records(image: MetadataImage) -> tuple[Record, ...]:
-    """LOG-11: the minimal records that give ``image``, in a fixed order."""
+def snapshot_records(image: MetadataImage, formats: str = "seed-000") -> tuple[Record, ...]:
+    """LOG-11: the minimal records that give ``image``, in a fixed order, in the record formats
+    named ``formats`` (DEC-22)."""
     cite("LOG-11")
-    records: list[Record] = []
-    for name in sorted(image.features):
-        feature = image.features[name]
-        records.append(FeatureLevelRecord(name, feature.min_level, feature.max_level))
+    say = FORMATS[formats]
+    records: list[Record] = list(say.finalized((n, f.min_level, f.max_level) for n, f in image.features.items()))
     for broker_id in sorted(image.brokers):
         b = image.brokers[broker_id]
-        records.append(RegisterBrokerRecord(b.broker_id, b.incarnation_id, b.epoch, b.end_points, b.features, b.rack))
-        if not b.fenced:  # a RegisterBrokerRecord replays as fenced (REG-8, DEC-22)
-            records.append(UnfenceBrokerRecord(b.broker_id, b.epoch))
+        registration = Registration(b.broker_id, b.incarnation_id, b.epoch, b.end_points, b.features, b.rack,
+                                    fenced=b.fenced, in_controlled_shutdown=b.in_controlled_shutdown)
+        records.extend(say.registration(registration))
     for topic in sorted(image.topics.values(), key=lambda t: t.name):
-        records.append(TopicRecord(topic.name, topic.topic_id))
+        records.append(say.topic(topic.name, topic.topic_id))
         for p in image.partitions_of(topic.topic_id):
             records.append(
                 PartitionRecord(  # REASSIGN-11: the reassignment lists are hard state, kept here
@@ -149,6 +160,6 @@ def snapshot_records(image: MetadataImage) -> tuple[Record, ...]:
 
 def take_snapshot(state: ControllerState) -> ControllerState:
     """LOG-11: snapshot the committed state at the committed offset; the log before it goes."""
-    snapshot = Snapshot(state.committed_offset, snapshot_records(state.committed_image))
+    snapshot = Snapshot(state.committed_offset, snapshot_records(state.committed_image, state.config.params.record_formats))
     batches = tuple(b for b in state.batches if b.base_offset >= snapshot.end_offset)
     return state.evolve(snapshot=snapshot, batches=batches)

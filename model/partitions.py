@@ -14,15 +14,14 @@ from collections.abc import Callable, Iterable, Sequence
 from .records import (
     NO_LEADER,
     NO_LEADER_CHANGE,
-    FenceBrokerRecord,
     PartitionChangeRecord,
     Record,
-    UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
 from kraftspec.spec.profiles import Profile
 
-from .replay import replay
+from .formats import formats_of
+from .replay import replay, replay_all
 from .rules import cite
 from .state import Lease, MetadataImage, Partition, replace
 
@@ -33,19 +32,28 @@ Leases = dict[int, Lease]
 
 
 def is_eligible_leader(image: MetadataImage, leases: Leases, broker_id: int) -> bool:
-    """PART-3: registered, unfenced, and not in controlled shutdown."""
+    """PART-3: registered, unfenced, and not in controlled shutdown: neither by the active
+    controller's memory (SHUT-1) nor by its registration, where Kafka's records keep it (DEC-22)."""
     cite("PART-3")
     registration = image.brokers.get(broker_id)
-    if registration is None or registration.fenced:
+    if registration is None or registration.fenced or registration.in_controlled_shutdown:
         return False
     lease = leases.get(broker_id)
     return lease is None or not lease.in_controlled_shutdown
 
 
+def shutting_down(leases: Leases, broker_id: int) -> bool:
+    """SHUT-1: the active controller knows the broker to be in controlled shutdown."""
+    lease = leases.get(broker_id)
+    return lease is not None and lease.in_controlled_shutdown
+
+
 def stays_leader(image: MetadataImage, leader: int, isr: Iterable[int]) -> bool:
-    """PART-3: a leader keeps leading while it is in the ISR, registered and unfenced."""
+    """PART-3: a leader keeps leading while it is in the ISR, registered and unfenced, and its
+    registration does not say it is in controlled shutdown (only Kafka's records say so, DEC-22)."""
     registration = image.brokers.get(leader)
-    return leader in isr and registration is not None and not registration.fenced
+    return (leader in isr and registration is not None and not registration.fenced
+            and not registration.in_controlled_shutdown)
 
 
 def elect_leader(replicas: Sequence[int], isr: Sequence[int], eligible: Callable[[int], bool]) -> int:
@@ -107,13 +115,22 @@ def reassignment_complete(
 ) -> bool:
     """REASSIGN-6: the ISR completes the reassignment (DEC-18). ``completes`` is the profile's
     ``reassignment_completes``: with ``adding-in-sync``, every adding replica is in sync and the ISR
-    meets the target; with ``target-in-sync``, every replica of the target is in sync.
+    meets the target; with ``target-in-sync`` (Kafka 4.0 to 4.2), every replica of the target is in
+    sync; with ``adding-in-sync-whole-target-when-shrinking`` (Kafka 4.3 and later), every adding
+    replica is in the ISR without the removing ones, which is not empty, and, when fewer replicas
+    are added than removed, so is every replica of the target.
 
-    post: __return__ == (set(replicas) - set(removing) <= set(isr) if completes == "target-in-sync" else (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing))))
+    post: completes != "target-in-sync" or __return__ == (set(replicas) - set(removing) <= set(isr))
+    post: completes != "adding-in-sync" or __return__ == (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing)))
+    post: completes != "adding-in-sync-whole-target-when-shrinking" or __return__ == (bool(set(isr) - set(removing)) and set(adding) <= set(isr) - set(removing) and (len(adding) >= len(removing) or set(replicas) - set(removing) <= set(isr) - set(removing)))
     """
     target = [r for r in replicas if r not in removing]
     if completes == "target-in-sync":
         return all(t in isr for t in target)
+    if completes == "adding-in-sync-whole-target-when-shrinking":  # Kafka 4.3 and later
+        staying = [r for r in isr if r not in removing]
+        return (bool(staying) and all(a in staying for a in adding)
+                and (len(adding) >= len(removing) or all(t in staying for t in target)))
     return all(a in isr for a in adding) and any(t in isr for t in target)
 
 
@@ -139,13 +156,16 @@ def partition_change(
     removing_replicas: tuple[int, ...] | None = None,
     adding_replicas: tuple[int, ...] | None = None,
     leaving: int | None = None,
+    joining: int | None = None,
 ) -> PartitionChangeRecord | None:
     """The change that takes ``partition`` to the given lists (None: unchanged), or None.
 
     A reassigning partition whose new lists complete it is completed (REASSIGN-6); the
     leader is kept if it stays leader, otherwise elected (PART-4); the record names only
     what changed (PART-5). Eligibility is judged on ``image`` and ``leases``; ``leaving``, a
-    broker that must give up the leadership (SHUT-2), neither stays leader nor is elected.
+    broker that must give up the leadership (SHUT-2), neither stays leader nor is elected;
+    ``joining``, the broker being unfenced (PART-7), may be elected whatever its registration
+    says of a controlled shutdown (DEC-22: Kafka's records keep that until it registers again).
     """
     isr = partition.isr if isr is None else isr
     replicas = partition.replicas if replicas is None else replicas
@@ -160,7 +180,9 @@ def partition_change(
         leader = partition.leader
     else:
         leader = elect_leader(
-            preferred_order(replicas, removing), isr, lambda b: b != leaving and is_eligible_leader(image, leases, b)
+            preferred_order(replicas, removing),
+            isr,
+            lambda b: b != leaving and (b == joining or is_eligible_leader(image, leases, b)),
         )
     return change_record(
         partition, params, isr=isr, leader=leader, replicas=replicas, removing_replicas=removing, adding_replicas=adding
@@ -194,7 +216,7 @@ def fence_broker(image: MetadataImage, leases: Leases, broker_id: int, params: P
     so that no election picks it. Fencing ends a controlled shutdown (SHUT-1).
     """
     cite("PART-6")
-    fence = FenceBrokerRecord(broker_id, image.brokers[broker_id].epoch)
+    fence = formats_of(params).fence(broker_id, image.brokers[broker_id].epoch)
     fenced = replay(image, fence)
     lease = leases[broker_id]
     leases = {**leases, broker_id: replace(lease, in_controlled_shutdown=False)}
@@ -221,13 +243,13 @@ def leave_isrs(image: MetadataImage, leases: Leases, broker_id: int, params: Pro
 def unfence_broker(image: MetadataImage, leases: Leases, broker_id: int, params: Profile) -> list[Record]:
     """LEASE-10 and PART-7: the UnfenceBrokerRecord, then elections where the broker is in sync."""
     cite("PART-7")
-    unfence = UnfenceBrokerRecord(broker_id, image.brokers[broker_id].epoch)
+    unfence = formats_of(params).unfence(broker_id, image.brokers[broker_id].epoch)
     unfenced = replay(image, unfence)
     elections: list[Record] = []
     for partition in unfenced.partitions_in_order():
         # DEC-19: elect where it is in sync and nobody leads; never add it to an ISR
         if partition.leader == NO_LEADER and broker_id in partition.isr:
-            record = partition_change(unfenced, leases, partition, params)
+            record = partition_change(unfenced, leases, partition, params, joining=broker_id)
             if record is not None:
                 elections.append(record)
     return [unfence, *elections]
@@ -250,4 +272,7 @@ def enter_controlled_shutdown(image: MetadataImage, leases: Leases, broker_id: i
     (DEC-14). ``leases`` must already show the broker in controlled shutdown."""
     cite("SHUT-2")
     cite("SHUT-5")  # the broker itself is not eligible any more
-    return leave_isrs(image, leases, broker_id, params)
+    registration = image.brokers[broker_id]
+    # DEC-22: the kafka profile's records say so first, unless the registration already does
+    begins = formats_of(params).shutdown_begins(broker_id, registration.epoch, registration.in_controlled_shutdown)
+    return [*begins, *leave_isrs(replay_all(image, begins), leases, broker_id, params)]

@@ -68,8 +68,9 @@ def reassignment_lists(
     current: tuple[int, ...], target: tuple[int, ...], layout: str
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """REASSIGN-4: the replicas, removing and adding lists that take ``current`` to ``target``.
-    ``layout`` is the profile's ``reassignment_layout`` (DEC-18): the replicas leaving first, then
-    the target in its order, or the target first, then the replicas leaving.
+    ``layout`` is the profile's ``reassignment_layout`` (DEC-18): the replicas leaving first, in
+    their current order, then the target in its order; or, as Kafka does, the target first, then
+    the replicas leaving, the removing and adding lists each in ascending broker id.
 
     pre: len(set(current)) == len(current) and len(set(target)) == len(target)
     post: __return__[0] == (target + __return__[1] if layout == "target-then-removing" else __return__[1] + target)
@@ -77,6 +78,8 @@ def reassignment_lists(
     """
     removing = tuple(r for r in current if r not in target)
     adding = tuple(t for t in target if t not in current)
+    if layout == "target-then-removing":
+        removing, adding = tuple(sorted(removing)), tuple(sorted(adding))
     replicas = target + removing if layout == "target-then-removing" else removing + target
     return replicas, removing, adding
 

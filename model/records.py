@@ -1,4 +1,5 @@
-"""The metadata records (LOG-1), one frozen class per record type of seed 000.
+"""The metadata records (LOG-1), one frozen class per record type of seed 000; ``Record`` also
+covers the four that the kafka profile writes in Kafka's formats instead (kafka_records.py, DEC-22).
 
 Field names are the schema's (spec/schemas/records/) in snake case: ``BrokerEpoch`` is
 ``broker_epoch``. ``tests/test_model_schemas.py`` checks that the two never drift apart.
@@ -211,7 +212,13 @@ class QuotaRecord:
     remove: bool = False
 
 
+from . import kafka_records  # noqa: E402  (Kafka's records reuse BrokerEndpoint and as_tuple above)
+
 Record = Union[
+    kafka_records.RegisterBrokerRecord,
+    kafka_records.BrokerRegistrationChangeRecord,
+    kafka_records.FeatureLevelRecord,
+    kafka_records.TopicRecord,
     RegisterBrokerRecord,
     UnregisterBrokerRecord,
     TopicRecord,

@@ -12,8 +12,9 @@ from .messages import (
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
-from .partitions import unregister_broker
-from .records import BrokerEndpoint, BrokerFeature, Record, RegisterBrokerRecord, UnfenceBrokerRecord
+from .formats import Registration, formats_of
+from .partitions import fence_broker, unregister_broker
+from .records import BrokerEndpoint, Record
 from .rules import cite, reject
 from .state import ControllerState, Lease, replace
 
@@ -72,36 +73,50 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
         reject("REG-5")
         return Decision(response=BrokerRegistrationResponse(Error.UNSUPPORTED_VERSION), refused_by="REG-5")
     if retry is not None:
-        cite("REG-3")  # DEC-5, kafka profile: the retry amends the registration, keeping its epoch
-        amend: list[Record] = [registration_record(request, retry.epoch)]
-        if not retry.fenced:  # a RegisterBrokerRecord replays as fenced (REG-8)
-            amend.append(UnfenceBrokerRecord(request.broker_id, retry.epoch))
-        return _retried(state, request, retry.epoch, records=tuple(amend))
+        cite("REG-3")  # DEC-5, kafka profile: the retry amends the registration, keeping its epoch,
+        # its fencing and its controlled shutdown
+        amend = registration_records(state, request, retry.epoch, retry.fenced, retry.in_controlled_shutdown)
+        return _retried(state, request, retry.epoch, records=amend)
 
     cite("REG-6")
     cite("REG-7")
-    epoch = state.log_end_offset  # DEC-4: the offset this record is written at; REG-7: above every earlier one
-    cite("REG-9")  # registering writes no partition change
+    cleanup: list[Record] = []
+    if existing is not None and not existing.fenced:
+        # DEC-25, kafka profile: a lapsed lease may wait for the scan, so the incarnation replaced can
+        # still be unfenced; Kafka takes it out of ISRs and leaderships first, as fencing would (PART-6)
+        fencing, _ = fence_broker(state.image, state.leases, request.broker_id, params)
+        cleanup = fencing[:-1]  # the partition changes of the fencing, without its FenceBrokerRecord
+    epoch = state.log_end_offset + len(cleanup)  # DEC-4: the offset this record is written at; REG-7: above every earlier one
+    cite("REG-9")  # registering writes no partition change (in kafka, but for the cleanup above)
     return Decision(
-        records=(registration_record(request, epoch),),
+        records=(*cleanup, *registration_records(state, request, epoch)),
         response=BrokerRegistrationResponse(Error.NONE, epoch),
         # LEASE-7: a fresh lease; DEC-6: in the kafka profile it claims the id from the first heartbeat
         leases={**state.leases, request.broker_id: Lease(state.now_ms, released=not contact)},
     )
 
 
-def registration_record(request: BrokerRegistrationRequest, epoch: int) -> RegisterBrokerRecord:
-    """REG-6: the record of a registration with ``epoch``, carrying the request's fields."""
-    return RegisterBrokerRecord(
+def registration_records(
+    state: ControllerState,
+    request: BrokerRegistrationRequest,
+    epoch: int,
+    fenced: bool = True,
+    in_controlled_shutdown: bool = False,
+) -> tuple[Record, ...]:
+    """REG-6: the records of a registration with ``epoch``, carrying the request's fields, in the
+    profile's record formats (DEC-22); a new registration is fenced (REG-8)."""
+    say = formats_of(state.config.params)
+    registration = Registration(
         broker_id=request.broker_id,
         incarnation_id=request.incarnation_id,
-        broker_epoch=epoch,
+        epoch=epoch,
         end_points=tuple(BrokerEndpoint(l.name, l.host, l.port, l.security_protocol) for l in request.listeners),
-        features=tuple(
-            BrokerFeature(f.name, f.min_supported_version, f.max_supported_version) for f in request.features
-        ),
+        features=tuple(say.feature(f.name, f.min_supported_version, f.max_supported_version) for f in request.features),
         rack=request.rack,
+        fenced=fenced,
+        in_controlled_shutdown=in_controlled_shutdown,
     )
+    return say.registration(registration)
 
 
 def _retried(state: ControllerState, request: BrokerRegistrationRequest, epoch: int, records: tuple[Record, ...]) -> Decision:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 
+from . import kafka_records as kafka
 from .records import (
     NO_LEADER_CHANGE,
     FeatureLevelRecord,
@@ -62,6 +63,34 @@ def replay_register_broker(image: MetadataImage, record: RegisterBrokerRecord) -
     return replace(image, brokers={**image.brokers, record.broker_id: registration})
 
 
+def replay_kafka_register_broker(image: MetadataImage, record: kafka.RegisterBrokerRecord) -> MetadataImage:
+    cite("REG-8")  # DEC-22, kafka profile: the record says whether the registration is fenced
+    registration = BrokerRegistration(
+        broker_id=record.broker_id,
+        incarnation_id=record.incarnation_id,
+        epoch=record.broker_epoch,
+        end_points=record.end_points,
+        features=record.features,
+        rack=record.rack,
+        fenced=record.fenced,
+        in_controlled_shutdown=record.in_controlled_shutdown,
+    )
+    return replace(image, brokers={**image.brokers, record.broker_id: registration})
+
+
+def replay_registration_change(image: MetadataImage, record: kafka.BrokerRegistrationChangeRecord) -> MetadataImage:
+    """DEC-22, kafka profile: a change to a registration's fencing or controlled shutdown."""
+    current = image.brokers.get(record.broker_id)
+    if current is None or current.epoch != record.broker_epoch:
+        return _unchanged(image)
+    fenced = {kafka.FENCE: True, kafka.UNFENCE: False}.get(record.fenced, current.fenced)
+    if fenced != current.fenced:
+        cite("LEASE-15")  # only the flag; partitions change through their own records (DEC-8)
+    shutting_down = current.in_controlled_shutdown or record.in_controlled_shutdown == kafka.IN_CONTROLLED_SHUTDOWN
+    changed = replace(current, fenced=fenced, in_controlled_shutdown=shutting_down)
+    return replace(image, brokers={**image.brokers, record.broker_id: changed})
+
+
 def replay_unregister_broker(image: MetadataImage, record: UnregisterBrokerRecord) -> MetadataImage:
     current = image.brokers.get(record.broker_id)
     if current is None or current.epoch != record.broker_epoch:
@@ -92,6 +121,13 @@ def replay_topic(image: MetadataImage, record: TopicRecord) -> MetadataImage:
         return _unchanged(image)
     cite("TOPIC-6")
     return replace(image, topics={**image.topics, record.topic_id: Topic(record.topic_name, record.topic_id)})
+
+
+def replay_kafka_topic(image: MetadataImage, record: kafka.TopicRecord) -> MetadataImage:
+    if record.topic_id in image.topics or image.topic_named(record.name) is not None:
+        return _unchanged(image)
+    cite("TOPIC-6")
+    return replace(image, topics={**image.topics, record.topic_id: Topic(record.name, record.topic_id)})
 
 
 def replay_partition(image: MetadataImage, record: PartitionRecord) -> MetadataImage:
@@ -145,7 +181,17 @@ def replay_feature_level(image: MetadataImage, record: FeatureLevelRecord) -> Me
     return replace(image, features={**image.features, record.name: feature})
 
 
+def replay_kafka_feature_level(image: MetadataImage, record: kafka.FeatureLevelRecord) -> MetadataImage:
+    cite("LOG-17")  # DEC-22, kafka profile: one finalized level
+    feature = FeatureRange(record.name, record.feature_level, record.feature_level)
+    return replace(image, features={**image.features, record.name: feature})
+
+
 _REPLAY: dict[type, Callable[[MetadataImage, Any], MetadataImage]] = {
+    kafka.RegisterBrokerRecord: replay_kafka_register_broker,
+    kafka.BrokerRegistrationChangeRecord: replay_registration_change,
+    kafka.TopicRecord: replay_kafka_topic,
+    kafka.FeatureLevelRecord: replay_kafka_feature_level,
     RegisterBrokerRecord: replay_register_broker,
     UnregisterBrokerRecord: replay_unregister_broker,
     FenceBrokerRecord: replay_fence_broker,

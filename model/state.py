@@ -22,6 +22,8 @@ from kraftspec.spec.profiles import profile as profile_named
 
 from .messages import Request, Response
 from .records import NO_LEADER, BrokerEndpoint, BrokerFeature, Record
+from .kafka_records import BrokerFeature as KafkaBrokerFeature
+from .sessions import SessionTable
 
 DEFAULT_CLUSTER_ID = "BzQ3d36UVz-6ojsUlsLasQ"
 """The cluster id a default configuration uses (a UUID in the text form of TOOL-2)."""
@@ -106,13 +108,16 @@ class Config:
 
     @classmethod
     def for_profile(cls, profile: str = DEFAULT_PROFILE, **settings: Any) -> "Config":
-        """A configuration of ``profile`` with its default timings (DEC-12) unless ``settings`` name them."""
+        """A configuration of ``profile`` with its default timings (DEC-12) and finalized features
+        (DEC-23) unless ``settings`` name them."""
         try:
-            interval, timeout = profile_named(profile).default_timings
+            params = profile_named(profile)
         except ProfileError as e:
             raise ConfigError(str(e)) from None
+        interval, timeout = params.default_timings
         settings.setdefault("heartbeat_interval_ms", interval)
         settings.setdefault("session_timeout_ms", timeout)
+        settings.setdefault("finalized_features", tuple(FeatureRange(*f) for f in params.default_features))
         return cls(profile=profile, **settings)
 
     def __attrs_post_init__(self) -> None:
@@ -138,6 +143,13 @@ class Config:
                 )
         if len(set(names)) != len(names):
             raise ConfigError(f"finalized features name a feature twice: {names}")
+        if self.params.record_formats != "seed-000":  # DEC-22: Kafka's FeatureLevelRecord holds one level
+            for feature in self.finalized_features:
+                if feature.min_level != feature.max_level:
+                    raise ConfigError(
+                        f"finalized feature {feature.name} has levels [{feature.min_level}, {feature.max_level}]; "
+                        f"the {self.profile} profile finalizes one level per feature (min = max)"
+                    )
 
 
 # ---- hard state: the metadata image ---------------------------------------------
@@ -151,9 +163,10 @@ class BrokerRegistration:
     incarnation_id: UUID
     epoch: int
     end_points: tuple[BrokerEndpoint, ...] | None
-    features: tuple[BrokerFeature, ...] | None
+    features: tuple[BrokerFeature | KafkaBrokerFeature, ...] | None  # the profile's record formats' (DEC-22)
     rack: str | None
     fenced: bool = True
+    in_controlled_shutdown: bool = False  # DEC-22: recorded by the kafka profile's records only
 
 
 @frozen
@@ -249,10 +262,15 @@ class Lease:
         return self.last_contact_ms + session_timeout_ms
 
     def lapsed(self, now_ms: int, config: Config) -> bool:
-        """LEASE-8: the lease has lapsed at ``now_ms``: at its deadline or only after it, as the
-        profile says (DEC-7)."""
-        deadline = self.last_contact_ms + config.session_timeout_ms
-        return now_ms >= deadline if config.params.lease_lapses == "at-deadline" else now_ms > deadline
+        """LEASE-8: the lease has lapsed at ``now_ms`` (DEC-7)."""
+        return lapsed(self.last_contact_ms, now_ms, config)
+
+
+def lapsed(last_contact_ms: int, now_ms: int, config: Config) -> bool:
+    """LEASE-8: a lease or session last renewed at ``last_contact_ms`` has lapsed at ``now_ms``: at
+    its deadline or only after it, as the profile says (DEC-7)."""
+    deadline = last_contact_ms + config.session_timeout_ms
+    return now_ms >= deadline if config.params.lease_lapses == "at-deadline" else now_ms > deadline
 
 
 # ---- the log -----------------------------------------------------------------------
@@ -327,6 +345,10 @@ class ControllerState:
     leases: dict[int, Lease]
     pending: tuple[PendingReply, ...] = ()
     next_seq: int = 0
+    # DEC-25, kafka profile (lease_expiry = "hash-map-scan"): Kafka's sessions per broker id and epoch,
+    # and the time of the next scan for a lapsed one; empty and 0 in the kip-631 profile
+    sessions: SessionTable = SessionTable()
+    next_scan_ms: int = 0
 
     @property
     def log_start_offset(self) -> int:

@@ -15,11 +15,12 @@ from uuid import UUID
 
 from attrs import frozen
 
-from kraftspec.spec.schemas import record_schemas
+from kraftspec.spec.schemas import record_schema
 
 from .framing import snake_case
 from .messages import UnregisterBrokerRequest
-from .records import Record
+from .kafka_records import BrokerFeature as KafkaBrokerFeature
+from .records import BrokerFeature, Record
 from .rules import cite
 from .state import MetadataImage
 
@@ -181,7 +182,8 @@ def _tag_default(field: dict[str, Any]) -> Any:
 def dump_payload(record: Record, version: int = 0) -> str:
     """TOOL-4: ``payload: {"type":...,"version":...,"data":...}`` as the decoder prints it."""
     cite("TOOL-4")
-    schema = record_schemas()[type(record).API_KEY]
+    cls = type(record)
+    schema = record_schema(cls.__name__, getattr(cls, "FORMATS", "seed-000"))  # the record's formats (DEC-22)
     payload = {"type": _record_type_name(schema["name"]), "version": version, "data": _json_struct(record, schema["fields"])}
     return "payload: " + json.dumps(payload, separators=(",", ":"))
 
@@ -200,7 +202,7 @@ def metadata_tree(image: MetadataImage) -> dict[str, str]:
         tree[f"{base}/epoch"] = str(b.epoch)
         tree[f"{base}/fenced"] = str(b.fenced).lower()
         tree[f"{base}/endpoints"] = ",".join(f"{e.name}://{e.host}:{e.port}" for e in b.end_points or ())
-        tree[f"{base}/features"] = ",".join(f"{f.name}:{f.min_version}-{f.max_version}" for f in b.features or ())
+        tree[f"{base}/features"] = ",".join(_supported(f) for f in b.features or ())
         tree[f"{base}/rack"] = b.rack if b.rack is not None else "null"
     for name in sorted(image.features):
         f = image.features[name]
@@ -218,6 +220,13 @@ def metadata_tree(image: MetadataImage) -> dict[str, str]:
             tree[f"{at}/leaderEpoch"] = str(p.leader_epoch)
             tree[f"{at}/partitionEpoch"] = str(p.partition_epoch)
     return tree
+
+
+def _supported(feature: BrokerFeature | KafkaBrokerFeature) -> str:
+    """``name:low-high`` of a feature a broker supports, in either profile's record formats."""
+    if isinstance(feature, KafkaBrokerFeature):
+        return f"{feature.name}:{feature.min_supported_version}-{feature.max_supported_version}"
+    return f"{feature.name}:{feature.min_version}-{feature.max_version}"
 
 
 def _ids(values: tuple[int, ...]) -> str:

@@ -17,11 +17,16 @@ from .messages import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
-from .partitions import Leases, is_eligible_leader
-from .records import PartitionRecord, Record, RemoveTopicRecord, TopicRecord
+from kraftspec.spec.profiles import Profile, profile
+
+from .formats import formats_of
+from .partitions import Leases, is_eligible_leader, shutting_down
+from .records import PartitionRecord, Record, RemoveTopicRecord
 from .replay import replay_all
 from .rules import cite, reject
 from .state import ControllerState, MetadataImage
+
+DEFAULT_PARAMS = profile()
 
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_RECORDS_PER_REQUEST = 10_000  # TOPIC-11, DEC-37: Kafka's bound on the records of one operation
@@ -64,7 +69,9 @@ def handle_create_topics(state: ControllerState, request: CreateTopicsRequest) -
     for topic in request.topics:
         first = topic.name not in seen
         seen.add(topic.name)
-        error, created = create_topic(image, state.leases, topic, first, MAX_RECORDS_PER_REQUEST - len(records))
+        error, created = create_topic(
+            image, state.leases, topic, first, MAX_RECORDS_PER_REQUEST - len(records), state.config.params
+        )
         if error is Error.POLICY_VIOLATION:  # TOPIC-11: the request is refused as a whole, nothing written
             return _policy_violation(request)
         if created:
@@ -75,10 +82,15 @@ def handle_create_topics(state: ControllerState, request: CreateTopicsRequest) -
 
 
 def create_topic(
-    image: MetadataImage, leases: Leases, topic: CreatableTopic, first: bool, room: int = MAX_RECORDS_PER_REQUEST
+    image: MetadataImage,
+    leases: Leases,
+    topic: CreatableTopic,
+    first: bool,
+    room: int = MAX_RECORDS_PER_REQUEST,
+    params: Profile = DEFAULT_PARAMS,
 ) -> tuple[Error, list[Record]]:
     """The error and records of one topic of a CreateTopics request that may still append ``room``
-    records (TOPIC-11)."""
+    records (TOPIC-11), in the record formats of ``params`` (DEC-22)."""
     if not is_legal_topic_name(topic.name):
         reject("TOPIC-2")
         return Error.INVALID_TOPIC_EXCEPTION, []
@@ -122,7 +134,7 @@ def create_topic(
             PartitionRecord(index, topic.topic_id, replicas, isr, (), (), leader=isr[0], leader_epoch=0, partition_epoch=0)
         )
     cite("TOPIC-6")
-    return Error.NONE, [TopicRecord(topic.name, topic.topic_id), *partitions]
+    return Error.NONE, [formats_of(params).topic(topic.name, topic.topic_id), *partitions]
 
 
 def explicit_assignment(image: MetadataImage, topic: CreatableTopic) -> tuple[Error, list[tuple[int, ...]]]:
@@ -145,8 +157,10 @@ def explicit_assignment(image: MetadataImage, topic: CreatableTopic) -> tuple[Er
 
 def placement_candidates(image: MetadataImage, leases: Leases) -> tuple[list[int], list[int]]:
     """TOPIC-4: the brokers a new replica may go to, by id: the unfenced ones, then the fenced ones
-    (DEC-26). A broker in controlled shutdown is neither."""
-    unfenced = sorted(b for b in image.brokers if is_eligible_leader(image, leases, b))
+    (DEC-26). A broker the active controller knows to be in controlled shutdown is neither; its
+    registration's word (Kafka's records, DEC-22) does not count here, as in Kafka, whose placer
+    asks the heartbeat manager."""
+    unfenced = sorted(b for b, r in image.brokers.items() if not r.fenced and not shutting_down(leases, b))
     fenced = sorted(b for b, r in image.brokers.items() if r.fenced)
     return unfenced, fenced
 
@@ -192,8 +206,8 @@ def topic_to_delete(state: ControllerState, name: str) -> tuple[Error, UUID]:
         return Error.UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID
     current = state.image.topics.get(committed.topic_id)
     if current is None or current.name != name:
-        reject("TOPIC-10")  # an uncommitted RemoveTopicRecord already removed it
-        return Error.UNKNOWN_TOPIC_ID, ZERO_UUID
+        reject("TOPIC-10")  # an uncommitted RemoveTopicRecord already removed it; answered with the
+        return Error.UNKNOWN_TOPIC_ID, committed.topic_id  # id the name resolved to, as Kafka does
     return Error.NONE, committed.topic_id
 
 

@@ -74,7 +74,8 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "kraftspec.model.partitions.reassignment_complete",
         _PLANTED + "reassignment_complete_on_one_adding_replica",
-        also_planted=(_PLANTED + "reassignment_complete_target_in_sync_on_adding",),
+        also_planted=(_PLANTED + "reassignment_complete_target_in_sync_on_adding",
+                      _PLANTED + "reassignment_complete_shrinking_on_adding"),
     ),
     Target("kraftspec.model.partitions.preferred_order", _PLANTED + "preferred_order_without_removing"),
     Target("kraftspec.model.partitions.isr_after_fencing", _PLANTED + "isr_after_fencing_dropping_sole_member"),

@@ -27,7 +27,7 @@ import z3
 
 from ..model.controller import step as model_step
 from ..model.events import Commit, Failover, TakeSnapshot, Tick
-from ..model.heartbeat import expire_lease, next_lease_expiry
+from ..model.heartbeat import expire_lease, next_lease_expiry, scan_delay_ms, scan_sessions
 from ..model.invariants import STATE_INVARIANTS, STEP_INVARIANTS
 from ..model.log import append, snapshot_records
 from ..model.messages import (
@@ -40,6 +40,7 @@ from ..model.messages import (
     UnregisterBrokerRequest,
 )
 from ..model.records import NO_LEADER
+from ..model.sessions import SessionTable
 from ..model.state import BrokerRegistration, Config, ControllerState, Lease, MetadataImage, Partition, Snapshot, Topic
 from ..spec.profiles import DEFAULT_PROFILE, Profile
 from .symbolic import Broker, Part, View
@@ -81,7 +82,8 @@ def concretize(model: z3.ModelRef, pre: View, s, transition=None, profile: str =
         if _value(model, pre.reg(b), False):
             registrations[bid] = BrokerRegistration(
                 bid, uuid.uuid5(NAMESPACE, f"incarnation-{_value(model, pre.inc(b))}"), _value(model, pre.epoch(b)),
-                (), (), None, fenced=_value(model, pre.fenced(b), True))
+                (), (), None, fenced=_value(model, pre.fenced(b), True),
+                in_controlled_shutdown=_value(model, pre.rshut(b), False))
         if _value(model, pre.lease(b), False):
             leases[bid] = Lease(_value(model, pre.contact(b)), _value(model, pre.offset(b), -1),
                                 _value(model, pre.shut(b), False), _value(model, pre.released(b), False),
@@ -108,7 +110,13 @@ def concretize(model: z3.ModelRef, pre: View, s, transition=None, profile: str =
     config = Config(heartbeat_interval_ms=1, session_timeout_ms=timeout, finalized_features=(), profile=profile)
     log_end = max(_value(model, pre.log_end), 0)
     state = ControllerState(config, _value(model, pre.now), image, image, (), log_end,
-                            Snapshot(log_end, snapshot_records(image)), leases)
+                            Snapshot(log_end, snapshot_records(image, config.params.record_formats)), leases)
+    if config.params.lease_expiry == "hash-map-scan":  # DEC-25: the sessions of the current epochs, the next scan
+        sessions = SessionTable()
+        for bid, b in sorted(brokers_by_id.items()):
+            if bid in registrations and _value(model, pre.sess(b), False):
+                sessions = sessions.touched(bid, registrations[bid].epoch, _value(model, pre.scontact(b)))
+        state = state.evolve(sessions=sessions, next_scan_ms=_value(model, pre.next_scan))
     event = _event(model, transition, broker_id, keys, image) if transition is not None else None
     return Concrete(state, event, {k: v[0] for k, v in brokers.items()}, keys)
 
@@ -143,6 +151,8 @@ def _event(model, transition, broker_id, keys, image: MetadataImage):
         return ("expire", broker_id(k["broker"]))
     if name == "Tick (done)":
         return ("end of tick",)
+    if name == "Tick (scan)":
+        return ("scan",)
     if name == "Commit":
         return Commit(v(k["committed"]))
     if name == "Failover":
@@ -179,6 +189,8 @@ def replay(concrete: Concrete):
         while (broker_id := next_lease_expiry(state)) is not None:
             state = _expire(state, broker_id)
         return state, None
+    if isinstance(event, tuple) and event[0] == "scan":  # the kafka tick's scan, at the state's time (DEC-25)
+        return _scan(concrete.state), None
     result = model_step(concrete.state, event)
     return result.state, result
 
@@ -187,6 +199,16 @@ def _expire(state: ControllerState, broker_id: int) -> ControllerState:
     decision = expire_lease(state, broker_id)
     after, _ = append(state, decision.records)
     return after.evolve(leases=decision.leases)
+
+
+def _scan(state: ControllerState) -> ControllerState:
+    """model.controller._scan: the scan, if it is due, in the model's own order of the sessions."""
+    if state.now_ms < state.next_scan_ms:
+        return state
+    decision, found = scan_sessions(state)
+    after, _ = append(state, decision.records)
+    return after.evolve(leases=decision.leases if decision.leases is not None else state.leases,
+                        sessions=decision.sessions, next_scan_ms=state.now_ms + scan_delay_ms(state.config, found))
 
 
 def lemma_1_unfenced_lease_not_released(state: ControllerState) -> list[str]:
@@ -257,14 +279,18 @@ def classify(inv_id: str, concrete: Concrete, depth: int = 3) -> tuple[str, str]
 def describe(concrete: Concrete) -> str:
     """The state and event in a few readable lines."""
     s = concrete.state
-    lines = [f"clock {s.now_ms} ms, session timeout {s.config.session_timeout_ms} ms, log end {s.log_end_offset}"]
+    lines = [f"clock {s.now_ms} ms, session timeout {s.config.session_timeout_ms} ms, log end {s.log_end_offset}"
+             + (f", next scan at {s.next_scan_ms} ms" if s.config.params.lease_expiry == "hash-map-scan" else "")]
     for b, r in sorted(s.image.brokers.items()):
         lease = s.leases.get(b)
         held = (f"lease from {lease.last_contact_ms}, offset {lease.metadata_offset}"
                 f"{', in controlled shutdown' if lease.in_controlled_shutdown else ''}"
                 f"{', released' if lease.released else ''}"
                 f"{f', shutdown offset {lease.shutdown_offset}' if lease.shutdown_offset >= 0 else ''}") if lease else "no lease"
-        lines.append(f"broker {b}: epoch {r.epoch}, {'fenced' if r.fenced else 'active'}, {held}")
+        session = s.sessions.get(b, r.epoch) if s.config.params.lease_expiry == "hash-map-scan" else None
+        held += f", session from {session.last_contact_ms}" if session is not None else ""
+        said = ", registered as in controlled shutdown" if r.in_controlled_shutdown else ""
+        lines.append(f"broker {b}: epoch {r.epoch}, {'fenced' if r.fenced else 'active'}{said}, {held}")
     for p in s.image.partitions.values():
         lines.append(f"partition {s.image.topics[p.topic_id].name}: replicas {list(p.replicas)}, isr {list(p.isr)}, "
                      f"leader {p.leader}, adding {list(p.adding_replicas)}, removing {list(p.removing_replicas)}, "

@@ -10,7 +10,10 @@ these brokers and partitions exist), and checks, for the branch whose guard hold
   LowestAcknowledgedOffset) satisfies the branch: the proofs cover what the model does;
 - **determines**: no other successor does, field by field, given the model's log end (which is
   not itself checked: the encoding does not count records, only registration's +1 matters to it;
-  a controlled shutdown's offset is read from it), so the encoding is not looser than the model.
+  a controlled shutdown's offset is read from it, and so is the epoch of a registration that
+  replaces an unfenced broker, REG-9), so the encoding is not looser than the model. Where the
+  encoding leaves a choice to the event that the model makes by what the encoding does not keep
+  (the session a kafka scan removes, DEC-25), the check pins it to the model's choice.
 
 Each step is checked against the encoding of the behaviour profile its state's configuration
 names (spec/profiles.toml), so :func:`run` checks one profile's corpus traces and random walks.
@@ -30,7 +33,7 @@ import z3
 
 from ..model.controller import step as model_step
 from ..model.events import Commit, Failover, TakeSnapshot, Tick
-from ..model.heartbeat import expire_lease, handle_broker_heartbeat, next_lease_expiry
+from ..model.heartbeat import expire_lease, handle_broker_heartbeat, next_lease_expiry, scan_delay_ms, scan_sessions
 from ..model.log import append
 from ..model.messages import (
     AlterIsrRequest,
@@ -44,8 +47,10 @@ from ..model.messages import (
 )
 from ..model.records import NO_LEADER
 from ..model.registration import is_malformed, supports_finalized_features
+from ..model.sessions import SessionTable
 from ..model.state import Config, ControllerState, MetadataImage
 from ..model.partitions import is_eligible_leader
+from ..model.reassignment import reassignment_lists
 from ..model.topics import (
     MAX_PARTITIONS_PER_REQUEST,
     MAX_RECORDS_PER_REQUEST,
@@ -126,8 +131,10 @@ Fact = tuple[str, z3.BoolRef]  # what it says in words, and the formula
 
 
 def _facts(world: World, v: View, image: MetadataImage, leases, now, log_end, committed,
-           partitions: bool = True, lease_fields: bool = True) -> list[Fact]:
-    """The equations that say ``v`` is this concrete state, each with its meaning in words."""
+           partitions: bool = True, lease_fields: bool = True, sessions: SessionTable | None = None,
+           next_scan: int | None = None) -> list[Fact]:
+    """The equations that say ``v`` is this concrete state, each with its meaning in words; with
+    ``sessions`` (the kafka profile's, DEC-25), each registered broker's session of its current epoch."""
     facts: list[Fact] = []
     for b, c in world.brokers.items():
         r = image.brokers.get(b)
@@ -135,7 +142,16 @@ def _facts(world: World, v: View, image: MetadataImage, leases, now, log_end, co
         if r is not None:
             facts += [(f"broker {b} fenced = {r.fenced}", v.fenced(c) == r.fenced),
                       (f"broker {b} epoch = {r.epoch}", v.epoch(c) == r.epoch),
-                      (f"broker {b} incarnation = {r.incarnation_id}", v.inc(c) == world.uuid(r.incarnation_id))]
+                      (f"broker {b} incarnation = {r.incarnation_id}", v.inc(c) == world.uuid(r.incarnation_id)),
+                      (f"broker {b} registration says in controlled shutdown = {r.in_controlled_shutdown}",
+                       v.rshut(c) == r.in_controlled_shutdown)]
+            if sessions is not None:
+                session = sessions.get(b, r.epoch)
+                facts.append((f"broker {b} has a session of epoch {r.epoch} = {session is not None}",
+                              v.sess(c) == (session is not None)))
+                if session is not None:
+                    facts.append((f"broker {b} session of epoch {r.epoch} last contact = {session.last_contact_ms}",
+                                  v.scontact(c) == session.last_contact_ms))
         if lease_fields:
             lease = leases.get(b)
             facts.append((f"broker {b} holds a lease = {lease is not None}", v.lease(c) == (lease is not None)))
@@ -154,6 +170,8 @@ def _facts(world: World, v: View, image: MetadataImage, leases, now, log_end, co
     facts += [(f"clock = {now}", v.now == now), (f"committed offset = {committed}", v.committed == committed)]
     if log_end is not None:
         facts.append((f"log end offset = {log_end}", v.log_end == log_end))
+    if next_scan is not None:
+        facts.append((f"next scan at {next_scan}", v.next_scan == next_scan))
     return facts
 
 
@@ -167,7 +185,9 @@ def _partition_facts(world: World, v: View, image: MetadataImage) -> list[Fact]:
             continue
         facts += [(f"{name} has a leader = {p.leader != NO_LEADER}", v.led(c) == (p.leader != NO_LEADER)),
                   (f"{name} leader epoch = {p.leader_epoch}", v.lepoch(c) == p.leader_epoch),
-                  (f"{name} partition epoch = {p.partition_epoch}", v.pepoch(c) == p.partition_epoch)]
+                  (f"{name} partition epoch = {p.partition_epoch}", v.pepoch(c) == p.partition_epoch),
+                  (f"{name} adds fewer {p.adding_replicas} than it removes {p.removing_replicas} = {_fewer(p)}",
+                   v.fewer(c) == _fewer(p))]
         if p.leader != NO_LEADER:
             facts.append((f"{name} leader = {p.leader}", v.leader(c) == world.brokers[p.leader]))
         for b, bc in world.brokers.items():
@@ -183,8 +203,20 @@ def _partition_facts(world: World, v: View, image: MetadataImage) -> list[Fact]:
     return facts
 
 
+def _fewer(p) -> bool:
+    """DEC-18: the partition's reassignment adds fewer replicas than it removes."""
+    return len(p.adding_replicas) < len(p.removing_replicas)
+
+
+def _state_facts(world: World, v: View, s: ControllerState) -> list[Fact]:
+    """The facts of a whole state of the model, its sessions and next scan too in the kafka profile."""
+    scanned = T.scans(s.config.params)
+    return _facts(world, v, s.image, s.leases, s.now_ms, s.log_end_offset, s.committed_offset,
+                  sessions=s.sessions if scanned else None, next_scan=s.next_scan_ms if scanned else None)
+
+
 def state_facts(world: World, v: View, s: ControllerState) -> list[z3.BoolRef]:
-    return [f for _, f in _facts(world, v, s.image, s.leases, s.now_ms, s.log_end_offset, s.committed_offset)]
+    return [f for _, f in _state_facts(world, v, s)]
 
 
 # ---- concrete events as the encoding's parameters -------------------------------------------------
@@ -246,7 +278,8 @@ def _proposals(state: ControllerState, request: CreateTopicsRequest) -> list[tup
     return out
 
 
-def _pin_params(world: World, transition: T.Transition, state: ControllerState, event) -> list[z3.BoolRef]:
+def _pin_params(world: World, transition: T.Transition, state: ControllerState, event,
+                after: ControllerState | None = None) -> list[z3.BoolRef]:
     k = transition.params
     W = world.brokers
     facts = []
@@ -258,6 +291,12 @@ def _pin_params(world: World, transition: T.Transition, state: ControllerState, 
         well_formed = not is_malformed(event) and event.cluster_id == state.config.cluster_id
         facts += [k["broker"] == W[event.broker_id], k["incarnation"] == world.uuid(event.incarnation_id),
                   k["well_formed"] == well_formed, k["features_ok"] == supports_finalized_features(state, event)]
+        registered = after.image.brokers.get(event.broker_id) if after is not None else None
+        if "session" in k and registered is not None:  # DEC-25: a session of the epoch it is registered with, if any
+            session = after.sessions.get(event.broker_id, registered.epoch)
+            facts.append(k["session"] == (session is not None))
+            if session is not None:
+                facts.append(k["session_contact"] == session.last_contact_ms)
     elif isinstance(event, UnregisterBrokerRequest):
         facts.append(k["broker"] == W[event.broker_id])
     elif isinstance(event, AlterIsrRequest):
@@ -308,6 +347,12 @@ def _pin_params(world: World, transition: T.Transition, state: ControllerState, 
             if starts:
                 facts += [k["target"](c, bc) == (b in target) for b, bc in W.items()]
                 facts += [k["target_rank"](c, W[b]) == i for i, b in enumerate(target)]
+                # REASSIGN-4, DEC-18: the model's lists, whose counts (and, in kafka, removing order) it is given
+                _, removing, adding = reassignment_lists(state.image.partitions[key].replicas, tuple(target),
+                                                         state.config.params.reassignment_layout)
+                facts.append(k["fewer"](c) == (len(adding) < len(removing)))
+                if "removing_rank" in k:
+                    facts += [k["removing_rank"](c, W[b]) == i for i, b in enumerate(removing)]
     return facts
 
 
@@ -363,7 +408,7 @@ def check_step(build, before: ControllerState, event, after: ControllerState, *,
     if branches is not None:
         branches[transition.name, branch.name] += 1
     post = branch.post
-    expected = _facts(world, post, after.image, after.leases, after.now_ms, after.log_end_offset, after.committed_offset)
+    expected = _state_facts(world, post, after)
     if reply is not None and branch.should_shut_down is not None:
         expected.append((f"ShouldShutDown = {reply.should_shut_down}", branch.should_shut_down == reply.should_shut_down))
         if branch.lao is not None and reply.lowest_acknowledged_offset is not None:
@@ -403,8 +448,15 @@ _REQUESTS = {
     CreateTopicsRequest: T.create_topics, DeleteTopicsRequest: T.delete_topics,
     AlterPartitionReassignmentsRequest: T.reassign, ListPartitionReassignmentsRequest: T.list_reassignments,
 }
-_BUILDERS = (*_REQUESTS.values(), T.tick_advance, T.tick_expire, T.tick_done, T.commit, _failover, T.take_snapshot)
+_BUILDERS = (*_REQUESTS.values(), T.tick_advance, T.tick_expire, T.tick_done, T.tick_scan, T.commit, _failover,
+             T.take_snapshot)
 """Every transition the drift check builds, requests first."""
+
+
+def builders(params: Profile) -> tuple:
+    """The transitions of profile ``params``: the tick's pieces are the profile's (DEC-25)."""
+    others = (T.tick_scan,) if not T.scans(params) else (T.tick_expire, T.tick_done)
+    return tuple(build for build in _BUILDERS if build not in others)
 
 
 def check(before: ControllerState, event, result, branches: Counter | None = None) -> list[Mismatch]:
@@ -419,7 +471,7 @@ def check(before: ControllerState, event, result, branches: Counter | None = Non
     params = before.config.params
 
     def run(build, b, ev, a, **kw):
-        mismatch = check_step(build, b, ev, a, world=world, params=_pin_params(world, built(build, params), b, ev),
+        mismatch = check_step(build, b, ev, a, world=world, params=_pin_params(world, built(build, params), b, ev, a),
                               branches=branches, **kw)
         if mismatch:
             out.append(mismatch)
@@ -427,7 +479,7 @@ def check(before: ControllerState, event, result, branches: Counter | None = Non
     if type(event) in _REQUESTS:
         reply = handle_broker_heartbeat(before, event).response if isinstance(event, BrokerHeartbeatRequest) else None
         run(_REQUESTS[type(event)], before, event, after, reply=reply,
-            exact_log_end=isinstance(event, BrokerRegistrationRequest))
+            exact_log_end=isinstance(event, BrokerRegistrationRequest) and not _replaces_unfenced(before, event))
     elif isinstance(event, Tick):
         _check_tick(before, event, after, world, out, branches)
     elif isinstance(event, Commit):
@@ -449,23 +501,38 @@ def check(before: ControllerState, event, result, branches: Counter | None = Non
     return out
 
 
+def _replaces_unfenced(before: ControllerState, event: BrokerRegistrationRequest) -> bool:
+    """A registration that may replace an unfenced incarnation of its id (REG-9, DEC-25: it writes
+    the fencing's partition changes first, which the encoding does not count; the log end is then
+    given, and the new epoch must follow from it)."""
+    existing = before.image.brokers.get(event.broker_id)
+    return existing is not None and not existing.fenced and existing.incarnation_id != event.incarnation_id
+
+
 def _check_tick(before: ControllerState, event: Tick, after: ControllerState, world: World, out: list,
                 branches: Counter | None = None) -> None:
-    """A tick, piece by piece as model.controller._tick runs it: the clock, each lapsed lease, the end."""
+    """A tick, piece by piece as model.controller._tick runs it: the clock, then (kip-631) each lapsed
+    lease and the end, or (kafka, DEC-25) the scan, if the clock moved."""
     params = before.config.params
     advanced = before.evolve(now_ms=event.now_ms) if event.now_ms > before.now_ms else before
     pieces = [(T.tick_advance, before, advanced, [built(T.tick_advance, params).params["now"] == event.now_ms])]
     current = advanced
-    if event.now_ms > before.now_ms:
-        while (broker_id := next_lease_expiry(current)) is not None:
-            decision = expire_lease(current, broker_id)
-            nxt, _ = append(current, decision.records)
-            nxt = nxt.evolve(leases=decision.leases)
-            x = built(T.tick_expire, params).params["broker"]
-            pieces.append((T.tick_expire, current, nxt, [x == world.brokers[broker_id]]))
-            current = nxt
-    pieces.append((T.tick_done, current, current, []))
-    if current.image != after.image or current.leases != after.leases:
+    if T.scans(params):
+        if event.now_ms > before.now_ms:
+            current, pins = _scan(advanced, world)
+            pieces.append((T.tick_scan, advanced, current, pins))
+    else:
+        if event.now_ms > before.now_ms:
+            while (broker_id := next_lease_expiry(current)) is not None:
+                decision = expire_lease(current, broker_id)
+                nxt, _ = append(current, decision.records)
+                nxt = nxt.evolve(leases=decision.leases)
+                x = built(T.tick_expire, params).params["broker"]
+                pieces.append((T.tick_expire, current, nxt, [x == world.brokers[broker_id]]))
+                current = nxt
+        pieces.append((T.tick_done, current, current, []))
+    if (current.image, current.leases, current.sessions, current.next_scan_ms) != (
+            after.image, after.leases, after.sessions, after.next_scan_ms):
         out.append(Mismatch("admits", "Tick", "loop", event, "the pieces do not add up to the model's tick"))
         return
     for build, b, a, params in pieces:
@@ -473,6 +540,29 @@ def _check_tick(before: ControllerState, event: Tick, after: ControllerState, wo
         if mismatch:
             out.append(mismatch)
             return
+
+
+def _scan(state: ControllerState, world: World) -> tuple[ControllerState, list[z3.BoolRef]]:
+    """model.controller._scan on ``state`` (whose clock has moved), and the scan's parameters in the
+    encoding: whether it removed a session, whether that session was of its broker's current
+    registration, and that broker (DEC-25)."""
+    k = built(T.tick_scan, state.config.params).params
+    if state.now_ms < state.next_scan_ms:
+        return state, []  # not due: the parameters do not matter
+    decision, found = scan_sessions(state)
+    after, _ = append(state, decision.records)
+    after = after.evolve(leases=decision.leases if decision.leases is not None else state.leases,
+                         sessions=decision.sessions, next_scan_ms=state.now_ms + scan_delay_ms(state.config, found))
+    pins = [k["removes"] == found]
+    if found:
+        assert decision.sessions is not None
+        [removed] = set(state.sessions.in_order()) - set(decision.sessions.in_order())
+        registration = state.image.brokers.get(removed.broker_id)
+        current = registration is not None and registration.epoch == removed.epoch
+        pins.append(k["current"] == current)
+        if current:
+            pins.append(k["broker"] == world.brokers[removed.broker_id])
+    return after, pins
 
 
 # ---- samples from the model's random walks ---------------------------------------------------------
@@ -516,7 +606,12 @@ def scripted_samples(profile: str = DEFAULT_PROFILE) -> Iterator[tuple[Controlle
     while another broker lags, let go), two at once, one of a broker that leads nothing, fencing on
     request, refusals, unregistering, lapsed leases, a snapshot, a new incarnation taking the id of
     a broker let go, and a failover after which the fenced broker's id is released and a new one
-    takes it. (In kip-631 the branches of a heartbeat that finds its broker still in controlled
+    takes it; a retry of an unfenced broker; then, for the kafka profile's scan (DEC-25), a tick
+    before the scan is due, a scan that finds nothing lapsed, one that finds only a session of an
+    epoch a refused heartbeat named, one that fences one broker of several whose leases lapsed, a new
+    incarnation replacing another of them, still unfenced (REG-9: its fencing's partition changes
+    first), and a registration whose epoch a refused heartbeat named before (so its session exists
+    already). (In kip-631 the branches of a heartbeat that finds its broker still in controlled
     shutdown cannot be taken: the heartbeat that begins a shutdown ends it.)"""
     from uuid import UUID
 
@@ -562,6 +657,16 @@ def scripted_samples(profile: str = DEFAULT_PROFILE) -> Iterator[tuple[Controlle
     def commit():
         return Commit(current.log_end_offset)
 
+    def later(ms: int):
+        return Tick(current.now_ms + ms)
+
+    def still_unfenced() -> int:  # kafka: a broker whose lease lapsed and whose fencing waits for the scan
+        brokers, partitions = current.image.brokers, current.image.partitions.values()
+        unfenced = [b for b, r in brokers.items() if not r.fenced] or list(brokers)
+        return min(unfenced, key=lambda b: (not any(b in p.isr for p in partitions), b))  # one in an ISR first
+
+    timeout = config.session_timeout_ms
+
     script = [
         lambda: register(1), lambda: register(2), lambda: register(3), lambda: register(1), commit,  # a retry
         lambda: heartbeat(1), lambda: heartbeat(2), lambda: heartbeat(3), commit,
@@ -594,6 +699,18 @@ def scripted_samples(profile: str = DEFAULT_PROFILE) -> Iterator[tuple[Controlle
         lambda: heartbeat(2), lambda: heartbeat(3), commit,
         lambda: register(3, generation=1),  # answered ShouldShutDown, so released: taken at once
         commit, Failover, lambda: register(1, generation=1),  # fenced at the failover, so released: taken at once
+        commit, lambda: heartbeat(1), lambda: heartbeat(2), lambda: heartbeat(3), commit,
+        lambda: register(1, generation=1),  # a retry of an unfenced broker: kafka amends it in one record (DEC-22)
+        lambda: later(1),  # kafka: the scan is not due yet
+        lambda: BrokerHeartbeatRequest(2, epoch(2) + 1000, applied(), False, False),  # kafka: a session of another epoch
+        lambda: later(2000),  # kafka: the scan finds nothing lapsed
+        lambda: heartbeat(1), lambda: heartbeat(2), lambda: heartbeat(3),
+        lambda: later(timeout - 1999),  # kafka: only the other epoch's session lapsed: the scan removes it
+        lambda: later(2000),  # every lease lapsed: kafka's scan fences one broker, kip-631 fences all
+        lambda: register(still_unfenced(), generation=2),  # kafka: replaces an unfenced broker (REG-9)
+        lambda: later(10),  # kafka: the next scan, 10 ms after one that found a session
+        lambda: BrokerHeartbeatRequest(5, current.log_end_offset, 0, False, False),  # names the epoch broker 5 gets
+        lambda: register(5), commit,
     ]
     for next_event in script:
         event = next_event()
@@ -676,7 +793,7 @@ class DriftReport:
     def untaken(self) -> list[tuple[str, str]]:
         """The branches of the profile's encoding that no checked step took."""
         params = profile(self.profile)
-        every = [(t.name, b.name) for build in _BUILDERS for t in [built(build, params)] for b in t.branches]
+        every = [(t.name, b.name) for build in builders(params) for t in [built(build, params)] for b in t.branches]
         return [key for key in every if key not in self.branches]
 
     @property

@@ -11,11 +11,13 @@ them, from the clauses of ``Inv`` the profiles share (:func:`obligations`).
 
 Four details a reviewer should know:
 
-- **A tick is a loop.** The model's tick moves the clock and then fences lapsed leases one at a
-  time. Between those pieces INV-10 (an unfenced broker's lease has not lapsed) is broken on
-  purpose; the pieces are proved against the invariant without INV-10's clause on time, and the
-  end of the loop ("no unfenced lease has lapsed") restores it. So INV-10 is proved for the whole
-  tick, and every request starts from a state where it holds.
+- **A tick is a loop** in the kip-631 profile. The model's tick moves the clock and then fences
+  lapsed leases one at a time. Between those pieces INV-10 (an unfenced broker's lease has not
+  lapsed) is broken on purpose; the pieces are proved against the invariant without INV-10's clause
+  on time, and the end of the loop ("no unfenced lease has lapsed") restores it. So INV-10 is proved
+  for the whole tick, and every request starts from a state where it holds. In the kafka profile
+  (DEC-25) the tick moves the clock and then runs at most one scan; INV-10's clause there is about
+  sessions, not time, and holds between the two pieces too.
 - **The committed image** is not a separate state in the encoding. By INV-16 and INV-8 (checked
   on every step of every test, not here) the committed image is the in-memory image as it was
   when the log ended at the committed offset, and those images are exactly what this induction
@@ -98,13 +100,32 @@ def inv_10_leases(v: View, s, params: Profile) -> z3.BoolRef:
 
 
 def inv_10_time(v: View, s, params: Profile) -> z3.BoolRef:
-    """INV-10, second clause: an unfenced broker's lease has not lapsed (the profile's boundary, DEC-7)."""
+    """INV-10, second clause in the kip-631 profile, where every tick fences every lapsed lease
+    (DEC-25): an unfenced broker's lease has not lapsed (the profile's boundary, DEC-7)."""
     return z3.ForAll([B], z3.Implies(z3.And(v.reg(B), z3.Not(v.fenced(B))), z3.Not(T.lapsed(v, B, s, params))))
 
 
+def inv_10_sessions(v: View, s, params: Profile) -> z3.BoolRef:
+    """INV-10, second clause in the kafka profile, where a lapsed lease waits for a scan (DEC-25): an
+    unfenced broker has a session of its current epoch, renewed at its lease's last contact."""
+    return z3.ForAll([B], z3.Implies(z3.And(v.reg(B), z3.Not(v.fenced(B))),
+                                     z3.And(v.sess(B), v.scontact(B) == v.contact(B))))
+
+
+def inv_10_unfenced(v: View, s, params: Profile) -> z3.BoolRef:
+    """INV-10, second clause: what an unfenced broker holds, as the profile's ``lease_expiry`` says."""
+    return inv_10_sessions(v, s, params) if T.scans(params) else inv_10_time(v, s, params)
+
+
 def inv_10(v: View, s, params: Profile) -> z3.BoolRef:
-    """INV-10: every registered broker, and no other, holds a lease; an unfenced one's has not lapsed."""
-    return z3.And(inv_10_leases(v, s, params), inv_10_time(v, s, params))
+    """INV-10: every registered broker, and no other, holds a lease; an unfenced one's has not lapsed
+    (kip-631) or has a session of its epoch renewed when it was (kafka)."""
+    return z3.And(inv_10_leases(v, s, params), inv_10_unfenced(v, s, params))
+
+
+def inv_10_mid_tick(v: View, s, params: Profile) -> z3.BoolRef:
+    """What holds of INV-10 between the pieces of a tick: all of it but its clause on time (kip-631)."""
+    return inv_10_leases(v, s, params) if not T.scans(params) else inv_10(v, s, params)
 
 
 def inv_13(v: View, s, params: Profile) -> z3.BoolRef:
@@ -215,30 +236,34 @@ def natural(v: View, s) -> z3.BoolRef:
     return z3.And(
         s >= 2, v.now >= 0, v.committed >= 0, v.log_end >= v.committed,
         z3.ForAll([B], z3.And(v.epoch(B) >= 0, v.contact(B) >= 0, v.contact(B) <= v.now, v.offset(B) >= -1, v.inc(B) >= 0,
-                              v.soff(B) >= -1)),
+                              v.soff(B) >= -1, v.scontact(B) >= 0, v.scontact(B) <= v.now)),
+        v.next_scan >= 0,
         z3.ForAll([P], z3.And(v.lepoch(P) >= 0, v.pepoch(P) >= v.lepoch(P))),
         z3.ForAll([P, B], z3.And(v.rank(P, B) >= 0, v.rank(P, B) < 16)),
     )
 
 
-def _clauses(v: View, s, params: Profile, without: tuple[Callable, ...] = ()) -> list[tuple[str, z3.BoolRef]]:
-    """The invariant's clauses, each with its name (INV-10 in its two clauses)."""
-    parts = [(inv_id, f(v, s, params)) for inv_id, f in CLAUSES.items() if f is not inv_10]
-    parts.append(("INV-10 leases", inv_10_leases(v, s, params)))
-    if inv_10_time not in without:
-        parts.append(("INV-10 time", inv_10_time(v, s, params)))
+def _clauses(v: View, s, params: Profile, mid_tick: bool = False) -> dict[str, z3.BoolRef]:
+    """The invariant's clauses by name (INV-10 in its two clauses); ``mid_tick``: as it holds between
+    the pieces of a tick (kip-631: without INV-10's clause on time)."""
+    parts = {inv_id: f(v, s, params) for inv_id, f in CLAUSES.items() if f is not inv_10}
+    parts["INV-10 leases"] = inv_10_leases(v, s, params)
+    if not mid_tick or T.scans(params):
+        parts["INV-10 unfenced"] = inv_10_unfenced(v, s, params)
     return parts
 
 
-def invariant(v: View, s, params: Profile, without: tuple[Callable, ...] = ()) -> z3.BoolRef:
-    return z3.And(*(f for _, f in _clauses(v, s, params, without)))
+def invariant(v: View, s, params: Profile, mid_tick: bool = False) -> z3.BoolRef:
+    return z3.And(*_clauses(v, s, params, mid_tick).values())
 
 
-def common_invariant(v: View, s, profiles: list[Profile], without: tuple[Callable, ...] = ()) -> z3.BoolRef:
+def common_invariant(v: View, s, profiles: list[Profile], mid_tick: bool = False) -> z3.BoolRef:
     """The clauses of the invariant that are the same formula in every one of ``profiles``: every
-    clause but INV-10's on time (the lease boundary, DEC-7) and INV-17 (the layout, DEC-18)."""
-    each = [_clauses(v, s, params, without) for params in profiles]
-    return z3.And(*(f for i, (_, f) in enumerate(each[0]) if all(_same([f, other[i][1]]) for other in each[1:])))
+    clause but INV-10's second (on time in kip-631, DEC-7; on sessions in kafka, DEC-25) and INV-17
+    (the layout, DEC-18)."""
+    each = [_clauses(v, s, params, mid_tick) for params in profiles]
+    return z3.And(*(f for name, f in each[0].items()
+                    if all(name in other and _same([f, other[name]]) for other in each[1:])))
 
 
 def committed_image_ok(image: View, params: Profile) -> z3.BoolRef:
@@ -251,16 +276,31 @@ BUILDERS = {
     "AlterIsr": T.alter_isr, "CreateTopics": T.create_topics, "DeleteTopics": T.delete_topics,
     "AlterPartitionReassignments": T.reassign, "ListPartitionReassignments": T.list_reassignments,
     "Tick (clock)": T.tick_advance, "Tick (a lease lapses)": T.tick_expire, "Tick (done)": T.tick_done,
+    "Tick (scan)": T.tick_scan,
     "Commit": T.commit, "Failover": lambda pre, s, params: T.failover(pre, s, params, committed_image_ok),
     "TakeSnapshot": T.take_snapshot,
 }
 """Each transition's builder, by the name the transition carries. A builder takes the state before,
-the session timeout and the profile (spec.profiles.Profile), whose parameters it reads in Python."""
+the session timeout and the profile (spec.profiles.Profile), whose parameters it reads in Python.
+Which of the tick's pieces a profile has depends on it (:data:`TICK_PIECES`)."""
+
+TICK_PIECES = {
+    "every-lapsed-lease": ("Tick (a lease lapses)", "Tick (done)"),  # kip-631: a loop over the lapsed leases
+    "hash-map-scan": ("Tick (scan)",),  # kafka: at most one scan (DEC-25)
+}
+"""The pieces after the clock of a tick, by the profile's ``lease_expiry`` (DEC-25)."""
+
+
+def builders(params: Profile) -> dict:
+    """The builders of the transitions of profile ``params``: every one but the tick pieces of the
+    other way of finding lapsed leases (:data:`TICK_PIECES`)."""
+    others = {name for pieces in TICK_PIECES.values() for name in pieces} - set(TICK_PIECES[params.lease_expiry])
+    return {name: build for name, build in BUILDERS.items() if name not in others}
 
 
 def transitions(pre: View, s, params: Profile, only: tuple[str, ...] | None = None) -> list[T.Transition]:
     """The transitions named in ``only`` (default: all) of profile ``params``, built over ``pre``."""
-    return [build(pre, s, params) for name, build in BUILDERS.items() if not only or name in only]
+    return [build(pre, s, params) for name, build in builders(params).items() if not only or name in only]
 
 
 def profiles(names: tuple[str, ...] | None = None) -> list[Profile]:
@@ -394,31 +434,31 @@ def obligations(invariant_ids: tuple[str, ...] | None = None, timeout_ms: int = 
                 out.append(_obligation(inv_id, "init", outcome, explain, init, None, "", params, params.name))
 
     for name, build in BUILDERS.items():
-        if only and name not in only:
+        having = [params for params in chosen if name in builders(params)]  # the profiles with this transition
+        if (only and name not in only) or not having:
             continue
-        built = [build(pre, s, params) for params in chosen]
+        built = [build(pre, s, params) for params in having]
         if mutate is not None:
             built = [mutate(transition) for transition in built]
-        shared = len(chosen) > 1 and same_transition(built)
-        starts_mid_tick = built[0].within_tick and name != "Tick (clock)"
-        without = (inv_10_time,) if starts_mid_tick else ()
+        shared = len(having) > 1 and len(having) == len(chosen) and same_transition(built)
+        mid_tick = built[0].within_tick and not built[0].starts_tick  # a later piece of a tick starts mid-tick
         for inv_id in ids:
-            each = [_claims(inv_id, transition, pre, s, params) for transition, params in zip(built, chosen, strict=True)]
+            each = [_claims(inv_id, transition, pre, s, params) for transition, params in zip(built, having, strict=True)]
             if not each[0]:
                 continue
             if shared and all(_same([c for _, c in claims]) for claims in zip(*each, strict=True)):
-                base = [config_ok(s), common_invariant(pre, s, chosen, without), *built[0].axioms]
+                base = [config_ok(s), common_invariant(pre, s, having, mid_tick), *built[0].axioms]
                 outcome = _prove_branches(base, each[0], pre, s, timeout_ms)
                 if outcome.proved:
-                    out.append(_obligation(inv_id, name, outcome, explain, pre, built[0], "", chosen[0], ALL_PROFILES))
+                    out.append(_obligation(inv_id, name, outcome, explain, pre, built[0], "", having[0], ALL_PROFILES))
                     continue
-            for transition, params, claims in zip(built, chosen, each, strict=True):
-                base = [config_ok(s), invariant(pre, s, params, without), *transition.axioms]
+            for transition, params, claims in zip(built, having, each, strict=True):
+                base = [config_ok(s), invariant(pre, s, params, mid_tick), *transition.axioms]
                 outcome = _prove_branches(base, claims, pre, s, timeout_ms)
                 out.append(_obligation(inv_id, name, outcome, explain, pre, transition, outcome.branch, params,
                                        params.name))
-        for transition, params in zip(built, chosen, strict=True):
-            base = [config_ok(s), invariant(pre, s, params, without), *transition.axioms]
+        for transition, params in zip(built, having, strict=True):
+            base = [config_ok(s), invariant(pre, s, params, mid_tick), *transition.axioms]
             out.append(_non_vacuous(transition, base, timeout_ms, params.name))
     for inv_id, reason in NOT_ENCODED.items():
         if invariant_ids is None:
@@ -445,10 +485,8 @@ def _claim(inv_id: str, branch: T.Branch, pre: View, s, x, transition: T.Transit
         return inv_11(branch, x) if branch.should_shut_down is not None else None
     if inv_id == "INV-12":
         return inv_12(branch) if branch.lao is not None else None
-    if inv_id == "INV-10" and transition.within_tick:
-        if transition.name == "Tick (done)":
-            return inv_10(post, s, params)
-        return inv_10_leases(post, s, params)  # mid-tick: only the lease clause; the loop's end restores the rest
+    if inv_id == "INV-10" and transition.within_tick and not transition.ends_tick:
+        return inv_10_mid_tick(post, s, params)  # mid-tick: all but the clause on time; the loop's end restores it
     return CLAUSES[inv_id](post, s, params)
 
 
@@ -490,9 +528,10 @@ def _obligation(inv_id, transition_name, outcome: Outcome, explain, pre, transit
 def dependencies(timeout_ms: int = 5_000, profile_name: str = DEFAULT_PROFILE) -> dict[str, list[tuple[str, str, list[str]]]]:
     """For each state invariant, the transitions (and branch) where it is not inductive on its own
     in profile ``profile_name``, with the other invariants each of which, added alone, makes it so
-    (or, where none does, the pairs that do, as "A and B"): the strengthening each one needs. Empty for an invariant inductive on its own. (Ticks are left
-    out: they are proved piecewise against the invariant without INV-10's clause on time, see the
-    docstring.)"""
+    (or, where none does, the pairs that do, as "A and B"): the strengthening each one needs. Empty
+    for an invariant inductive on its own. (The kip-631 tick's pieces are left out: they are proved
+    piecewise against the invariant without INV-10's clause on time, see the docstring. The kafka
+    tick's are in: INV-10 holds between them.)"""
     params = profile(profile_name)
     s = session_timeout()
     pre = state("pre")
@@ -500,7 +539,7 @@ def dependencies(timeout_ms: int = 5_000, profile_name: str = DEFAULT_PROFILE) -
     for inv_id, holds in CLAUSES.items():
         out[inv_id] = []
         for transition in transitions(pre, s, params):
-            if transition.within_tick:
+            if transition.within_tick and not T.scans(params):
                 continue
             for branch in transition.branches:
                 base = [config_ok(s), holds(pre, s, params), *transition.axioms, *branch.axioms, branch.guard]

@@ -45,32 +45,64 @@ def elect_leader_ignoring_eligibility(replicas: Sequence[int], isr: Sequence[int
     return NO_LEADER
 
 
+def _complete(replicas, isr, adding, removing, completes: str) -> bool:
+    """model.partitions.reassignment_complete's rule for ``completes``, for the twins' other values."""
+    target = [r for r in replicas if r not in removing]
+    if completes == "target-in-sync":
+        return all(t in isr for t in target)
+    if completes == "adding-in-sync-whole-target-when-shrinking":
+        staying = [r for r in isr if r not in removing]
+        return (bool(staying) and all(a in staying for a in adding)
+                and (len(adding) >= len(removing) or all(t in staying for t in target)))
+    return all(a in isr for a in adding) and any(t in isr for t in target)
+
+
 def reassignment_complete_on_one_adding_replica(
     replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...], completes: str
 ) -> bool:
     """Completes when any adding replica is in sync, not all (conformance's mutant of the same idea),
     with kip-631's ``adding-in-sync``.
 
-    post: __return__ == (set(replicas) - set(removing) <= set(isr) if completes == "target-in-sync" else (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing))))
+    post: completes != "target-in-sync" or __return__ == (set(replicas) - set(removing) <= set(isr))
+    post: completes != "adding-in-sync" or __return__ == (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing)))
+    post: completes != "adding-in-sync-whole-target-when-shrinking" or __return__ == (bool(set(isr) - set(removing)) and set(adding) <= set(isr) - set(removing) and (len(adding) >= len(removing) or set(replicas) - set(removing) <= set(isr) - set(removing)))
     """
+    if completes != "adding-in-sync":
+        return _complete(replicas, isr, adding, removing, completes)
     target = [r for r in replicas if r not in removing]
-    if completes == "target-in-sync":
-        return all(t in isr for t in target)
     return any(a in isr for a in adding) and any(t in isr for t in target)
 
 
 def reassignment_complete_target_in_sync_on_adding(
     replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...], completes: str
 ) -> bool:
-    """With kafka's ``target-in-sync``, waits only for the adding replicas of the target, not for
+    """With Kafka 4.0's ``target-in-sync``, waits only for the adding replicas of the target, not for
     the replicas it keeps (which may have left the ISR).
 
-    post: __return__ == (set(replicas) - set(removing) <= set(isr) if completes == "target-in-sync" else (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing))))
+    post: completes != "target-in-sync" or __return__ == (set(replicas) - set(removing) <= set(isr))
+    post: completes != "adding-in-sync" or __return__ == (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing)))
+    post: completes != "adding-in-sync-whole-target-when-shrinking" or __return__ == (bool(set(isr) - set(removing)) and set(adding) <= set(isr) - set(removing) and (len(adding) >= len(removing) or set(replicas) - set(removing) <= set(isr) - set(removing)))
     """
-    target = [r for r in replicas if r not in removing]
-    if completes == "target-in-sync":
-        return all(a in isr for a in adding)
-    return all(a in isr for a in adding) and any(t in isr for t in target)
+    if completes != "target-in-sync":
+        return _complete(replicas, isr, adding, removing, completes)
+    return all(a in isr for a in adding)
+
+
+def reassignment_complete_shrinking_on_adding(
+    replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...], completes: str
+) -> bool:
+    """With kafka's ``adding-in-sync-whole-target-when-shrinking`` (Kafka 4.3), forgets the whole
+    target when fewer replicas are added than removed: (4, 1, 2, 3) adding 4 and removing 2 and 3,
+    with ISR (4, 2, 3), completes although 1, which stays, is out of sync.
+
+    post: completes != "target-in-sync" or __return__ == (set(replicas) - set(removing) <= set(isr))
+    post: completes != "adding-in-sync" or __return__ == (set(adding) <= set(isr) and not set(isr).isdisjoint(set(replicas) - set(removing)))
+    post: completes != "adding-in-sync-whole-target-when-shrinking" or __return__ == (bool(set(isr) - set(removing)) and set(adding) <= set(isr) - set(removing) and (len(adding) >= len(removing) or set(replicas) - set(removing) <= set(isr) - set(removing)))
+    """
+    if completes != "adding-in-sync-whole-target-when-shrinking":
+        return _complete(replicas, isr, adding, removing, completes)
+    staying = [r for r in isr if r not in removing]
+    return bool(staying) and all(a in staying for a in adding)
 
 
 def preferred_order_without_removing(replicas: tuple[int, ...], removing: tuple[int, ...]) -> tuple[int, ...]:

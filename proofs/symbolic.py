@@ -9,18 +9,27 @@ preferred order") is a fresh function pinned by axioms, collected in a :class:`C
 
 What the encoding keeps of the model's state (model/state.py):
 
-- per broker: registered, fenced, epoch, incarnation id; its lease: held, last contact, recorded
-  metadata offset, in controlled shutdown, released (REG-4, DEC-6), shutdown offset (SHUT-3, DEC-14);
+- per broker: registered, fenced, epoch, incarnation id, whether the registration says it is in
+  controlled shutdown (DEC-22: set only by Kafka's records, cleared by a new registration); its lease: held, last contact, recorded
+  metadata offset, in controlled shutdown, released (REG-4, DEC-6), shutdown offset (SHUT-3,
+  DEC-14); in the kafka profile (DEC-25) whether Kafka's session table holds a session of the
+  broker's current epoch, and that session's last contact;
 - per partition: exists, the replica list (membership and a rank giving the preferred order),
-  ISR, adding and removing replicas, leader (present or -1), leader epoch and partition epoch;
-- the clock, the log end offset and the committed offset.
+  ISR, adding and removing replicas, leader (present or -1), leader epoch and partition epoch, and
+  whether its reassignment adds fewer replicas than it removes (DEC-18: Kafka 4.3's completion
+  compares the two counts, which membership alone cannot give);
+- the clock, the log end offset, the committed offset and, in the kafka profile, the time of the
+  next scan for lapsed sessions (DEC-25).
 
 What it leaves out, and why that is sound: topic names and ids (the encoding treats a created
 topic as a set of new partitions and a deleted one as a set of partitions that go); the order of
 an ISR (only whether a request changed it, given with the event, matters to the epochs); the log's
 records and the committed image (see :mod:`kraftspec.proofs.inductive` for the lemma that the
 committed image is an earlier in-memory image); features, end points and racks (only the
-registration's accept-or-refuse depends on them, given with the event as ``ok``).
+registration's accept-or-refuse depends on them, given with the event as ``ok``); of Kafka's
+session table (DEC-25), the sessions of other epochs than their broker's current one (of earlier
+incarnations, or named by refused heartbeats) and the table's order: a scan may remove any lapsed
+session (see :func:`kraftspec.proofs.transitions.tick_scan`).
 
 :mod:`kraftspec.proofs.drift` checks on concrete states that these transitions give exactly the
 model's successors.
@@ -38,16 +47,18 @@ import z3
 Broker = z3.DeclareSort("Broker")
 Part = z3.DeclareSort("Partition")
 
-BROKER_FIELDS = ("reg", "fenced", "epoch", "inc", "lease", "contact", "offset", "shut", "released", "soff")
-PART_FIELDS = ("live", "led", "leader", "lepoch", "pepoch")
+BROKER_FIELDS = ("reg", "fenced", "epoch", "inc", "rshut", "lease", "contact", "offset", "shut", "released", "soff",
+                 "sess", "scontact")
+PART_FIELDS = ("live", "led", "leader", "lepoch", "pepoch", "fewer")
 PAIR_FIELDS = ("rep", "rank", "isr", "add", "rem")
-SCALARS = ("now", "log_end", "committed")
+SCALARS = ("now", "log_end", "committed", "next_scan")
 
 _RANGES = {
-    "reg": z3.BoolSort(), "fenced": z3.BoolSort(), "epoch": z3.IntSort(), "inc": z3.IntSort(),
+    "reg": z3.BoolSort(), "fenced": z3.BoolSort(), "epoch": z3.IntSort(), "inc": z3.IntSort(), "rshut": z3.BoolSort(),
     "lease": z3.BoolSort(), "contact": z3.IntSort(), "offset": z3.IntSort(), "shut": z3.BoolSort(),
-    "released": z3.BoolSort(), "soff": z3.IntSort(), "live": z3.BoolSort(), "led": z3.BoolSort(), "leader": Broker,
-    "lepoch": z3.IntSort(), "pepoch": z3.IntSort(), "rep": z3.BoolSort(), "rank": z3.IntSort(),
+    "released": z3.BoolSort(), "soff": z3.IntSort(), "sess": z3.BoolSort(), "scontact": z3.IntSort(),
+    "live": z3.BoolSort(), "led": z3.BoolSort(), "leader": Broker,
+    "lepoch": z3.IntSort(), "pepoch": z3.IntSort(), "fewer": z3.BoolSort(), "rep": z3.BoolSort(), "rank": z3.IntSort(),
     "isr": z3.BoolSort(), "add": z3.BoolSort(), "rem": z3.BoolSort(),
 }
 
@@ -61,17 +72,29 @@ class View:
     """
 
     reg: Callable; fenced: Callable; epoch: Callable; inc: Callable  # noqa: E702
+    rshut: Callable  # DEC-22: the registration says the broker is in controlled shutdown (only Kafka's records do)
     lease: Callable; contact: Callable; offset: Callable; shut: Callable; released: Callable  # noqa: E702
     soff: Callable  # the lease's shutdown offset (SHUT-3, DEC-14)
+    sess: Callable  # DEC-25, kafka profile: Kafka's session table holds a session of the broker's current epoch
+    scontact: Callable  # ... and that session's last contact
     live: Callable; led: Callable; leader: Callable; lepoch: Callable; pepoch: Callable  # noqa: E702
+    fewer: Callable  # DEC-18: a reassignment adds fewer replicas than it removes (a count the encoding cannot take)
     rep: Callable; rank: Callable; isr: Callable; add: Callable; rem: Callable  # noqa: E702
     now: Any; log_end: Any; committed: Any  # noqa: E702
+    next_scan: Any  # DEC-25, kafka profile: the time of the next scan for a lapsed session
 
     def with_(self, **changes) -> "View":
         return attrs.evolve(self, **changes)
 
     def eligible(self, b) -> z3.BoolRef:
-        """PART-3: registered, unfenced, and not in controlled shutdown."""
+        """PART-3: registered, unfenced, and not in controlled shutdown, neither by the lease (SHUT-1)
+        nor by the registration (DEC-22: only Kafka's records say so)."""
+        return z3.And(self.placeable(b), z3.Not(self.rshut(b)))
+
+    def placeable(self, b) -> z3.BoolRef:
+        """TOPIC-4, DEC-26 (model.topics.placement_candidates, the first list): registered, unfenced,
+        and not known to the active controller to be in controlled shutdown; the registration's word
+        does not count here."""
         from .transitions import guard
 
         return z3.And(self.reg(b), guard("PART-3/unfenced", z3.Not(self.fenced(b))), z3.Not(self.shut(b)))

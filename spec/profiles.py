@@ -43,6 +43,7 @@ class Profile:
     title: str
     about: str
     lease_lapses: str  # DEC-7
+    lease_expiry: str  # DEC-25
     registration_is_contact: bool  # DEC-6
     retry_registration: str  # DEC-5
     fenced_shutdown_refences: bool  # DEC-14
@@ -56,6 +57,9 @@ class Profile:
     unregister_unknown_error: str  # DEC-35
     heartbeat_offset: str  # DEC-2
     default_timings: tuple[int, int]  # DEC-12: (heartbeat interval, session timeout)
+    record_formats: str  # DEC-22
+    frame_type: int  # DEC-10
+    default_features: tuple[tuple[str, int, int], ...]  # DEC-23: (name, min level, max level)
 
 
 _NOT_PARAMETERS = ("name", "title", "about")

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from kraftspec.conformance.simulation import features_of
 from kraftspec.model import Commit, Config, Failover, TakeSnapshot, Tick, initial_state, step
 from kraftspec.model.controller import StepResult
+from kraftspec.model.formats import formats_of as formats_of_profile
 from kraftspec.model.invariants import violations
 from kraftspec.model.messages import (
     AlterIsrPartition,
@@ -102,13 +104,24 @@ class Cluster:
     # ---- brokers --------------------------------------------------------------------
 
     def register(self, broker_id: int, generation: int = 0, commit: bool = True, **fields):
-        fields.setdefault("features", FEATURES)
+        fields.setdefault("features", features_of(self.state.config))
         fields.setdefault("cluster_id", self.state.config.cluster_id)
         request = BrokerRegistrationRequest(broker_id, incarnation_id=incarnation(broker_id, generation), **fields)
         return self.request(request, commit)
 
     def epoch(self, broker_id: int) -> int:
         return self.state.image.brokers[broker_id].epoch
+
+    def fence_record(self, broker_id: int):
+        """The record that fences ``broker_id`` at its epoch, in the profile's record formats (DEC-22)."""
+        return formats_of_profile(self.state.config.params).fence(broker_id, self.epoch(broker_id))
+
+    def unfence_record(self, broker_id: int):
+        return formats_of_profile(self.state.config.params).unfence(broker_id, self.epoch(broker_id))
+
+    def shutdown_records(self, broker_id: int) -> list:
+        """The records that say ``broker_id`` begins a controlled shutdown: none in seed 000's formats."""
+        return list(formats_of_profile(self.state.config.params).shutdown_begins(broker_id, self.epoch(broker_id), False))
 
     def caught_up_offset(self, log_end: int | None = None) -> int:
         """The CurrentMetadataOffset of a broker that has applied the log up to ``log_end``

@@ -11,6 +11,7 @@ from attrs import evolve
 from hypothesis import strategies as st
 
 from cluster import Cluster
+from kraftspec.conformance.simulation import features_of
 from kraftspec.model import Commit, Failover, TakeSnapshot, Tick
 from kraftspec.model.events import Event
 from kraftspec.model.messages import (
@@ -23,7 +24,6 @@ from kraftspec.model.messages import (
     CreatableTopic,
     CreateTopicsRequest,
     DeleteTopicsRequest,
-    Feature,
     ListedTopic,
     ListPartitionReassignmentsRequest,
     ReassignablePartition,
@@ -33,7 +33,6 @@ from kraftspec.model.messages import (
 )
 
 BROKERS = st.integers(min_value=-1, max_value=5)
-FEATURES = (Feature("metadata.format", 1, 1),)
 SHORT_TIMES = st.sampled_from([0, 1, 500, 999, 3000])
 LONG_TIMES = st.sampled_from([17_999, 18_000, 25_000])
 KINDS = ["register", "heartbeat", "unregister", "alter_isr", "create", "delete", "reassign", "list", "tick", "commit", "failover", "snapshot"]
@@ -63,7 +62,7 @@ def draw_event(data: st.DataObject, state, mix: list[str] = KINDS) -> Event:
         broker = data.draw(BROKERS)
         generation = data.draw(st.integers(0, 2))
         cluster = "other" if sometimes(data, 10) else state.config.cluster_id
-        features = () if sometimes(data, 10) else FEATURES
+        features = () if sometimes(data, 10) else features_of(state.config)
         return BrokerRegistrationRequest(broker, cluster, UUID(int=(max(broker, 0) << 8) + generation + 1), features=features)
     if kind == "heartbeat":
         if registered and not sometimes(data, 5):  # a well-behaved broker

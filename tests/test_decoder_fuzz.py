@@ -29,6 +29,7 @@ from kraftspec.impl import codec
 from kraftspec.model.framing import FrameError, decode_record, encode_record, snake_case
 from kraftspec.model.records import RECORD_TYPES, STRUCT_TYPES
 from kraftspec.spec.schemas import record_schemas
+from kraftspec.spec.profiles import profile, profile_names
 
 CORPUS = Path(__file__).resolve().parent.parent / "conformance" / "corpus"
 FUZZ_EXAMPLES = settings.default.max_examples * 10  # 2,000 per test with the ci profile
@@ -41,7 +42,9 @@ SCALARS: dict[str, Any] = {
 def outcome(data: bytes) -> tuple[tuple[str, Any], tuple[str, Any]]:
     """What each decoder makes of ``data``: ("refused", offset) or ("accepted", neutral form)."""
     answers = []
-    for decode, refusal in ((decode_record, FrameError), (codec.decode_record, codec.CodecError)):
+    params = profile_of_frame(data)
+    decoders = ((lambda d: decode_record(d, params), FrameError), (lambda d: codec.decode_record(d, params=params), codec.CodecError))
+    for decode, refusal in decoders:
         try:
             record, version = decode(data)
         except refusal as error:
@@ -50,6 +53,15 @@ def outcome(data: bytes) -> tuple[tuple[str, Any], tuple[str, Any]]:
         neutral = json.dumps(to_json(record, version), sort_keys=True)  # NaN == NaN as text
         answers.append(("accepted", (type(record).__name__, version, neutral)))
     return answers[0], answers[1]
+
+
+def profile_of_frame(data: bytes):
+    """The profile whose frame type (DEC-10) the data begins with, so that the corpus's frames of
+    both profiles decode in their own record formats (DEC-22); the default profile otherwise."""
+    for name in profile_names():
+        if data and profile(name).frame_type == data[0]:
+            return profile(name)
+    return profile()
 
 
 def assert_agree(data: bytes) -> None:

@@ -182,10 +182,17 @@ def test_lease_14_failover_gives_every_broker_a_fresh_session():
     c.failover()
     leases = {b: (l.last_contact_ms, l.metadata_offset, l.in_controlled_shutdown, l.released) for b, l in c.state.leases.items()}
     assert leases == {1: (5_000, -1, False, False), 2: (5_000, -1, False, False), 3: (5_000, -1, False, True)}
+    # DEC-25: sessions for the unfenced brokers, in the order of Kafka's registration table; the first
+    # scan a session timeout / 8 (1125 ms) after the failover, the next 1125 ms after it
+    assert [(s.broker_id, s.last_contact_ms) for s in c.state.sessions.in_order()] == [(2, 5_000), (1, 5_000)]
     c.tick(5_000 + 9_000)  # the kafka profile's session timeout; it lapses only after it (DEC-7)
     assert not c.state.image.brokers[2].fenced
-    c.tick(5_000 + 9_001)
-    assert c.state.image.brokers[2].fenced
+    c.tick(5_000 + 9_001)  # lapsed, but no scan is due before 15_125
+    assert not c.state.image.brokers[2].fenced
+    c.tick(15_125)  # one broker per scan, the first in the map's order
+    assert c.state.image.brokers[2].fenced and not c.state.image.brokers[1].fenced
+    c.tick(15_135)
+    assert c.state.image.brokers[1].fenced
 
 
 def test_lease_15_fence_and_unfence_records_only_set_the_flag():
@@ -299,3 +306,31 @@ def test_mem_2_every_membership_transition():
         "registered+fenced",
         "unregistered",
     ]
+
+
+def test_lease_8_dec_25_the_session_table_iterates_as_javas_concurrent_hash_map():
+    """LEASE-8, DEC-25: model's and impl's session tables keep the order in which a JDK 17
+    ConcurrentHashMap<BrokerIdAndEpoch, Long> (Kafka 4.4's record key) iterated these keys: twelve
+    keys (the twelfth doubles the table), and nine in one chain (the table is presized to 128 slots)."""
+    from kraftspec.impl.sessions import SessionTable as ImplSessions
+    from kraftspec.model.sessions import SessionTable
+
+    def model_order(keys):
+        table = SessionTable()
+        for b, e in keys:
+            table = table.touched(b, e, 0)
+        return [(s.broker_id, s.epoch) for s in table.in_order()]
+
+    def impl_order(keys):
+        table = ImplSessions()
+        for b, e in keys:
+            table.touch(b, e, 0)
+        return [(entry[1], entry[2]) for chain in table.slots for entry in chain]
+
+    keys = [(1, 1), (2, 2), (3, 3), (1, 17), (4, 4), (2, 34), (5, 5), (1, 33), (3, 51), (2, 18), (6, 6), (4, 36)]
+    eleven = [(4, 4), (3, 51), (5, 5), (1, 1), (1, 17), (2, 2), (1, 33), (6, 6), (2, 18), (2, 34), (3, 3)]
+    twelve = [(4, 4), (3, 51), (5, 5), (1, 1), (4, 36), (1, 17), (2, 2), (1, 33), (6, 6), (2, 18), (2, 34), (3, 3)]
+    chain = [(i, i + 16 * (8 - i)) for i in range(9)]
+    presized = [(0, 128), (8, 8), (1, 113), (2, 98), (3, 83), (4, 68), (5, 53), (6, 38), (7, 23)]
+    for order in (model_order, impl_order):
+        assert order(keys[:11]) == eleven and order(keys) == twelve and order(chain) == presized

@@ -6,7 +6,8 @@ import pytest
 from kraftspec.model import messages
 from kraftspec.model.framing import _default, snake_case
 from kraftspec.model.records import RECORD_TYPES, STRUCT_TYPES
-from kraftspec.spec.schemas import record_schemas, rpc_schemas
+from kraftspec.model.formats import FORMATS as MODEL_FORMATS
+from kraftspec.spec.schemas import FORMATS, record_schemas, rpc_schemas
 
 # kraftspec classes for the nested structs of the messages (their schema names repeat across messages)
 MESSAGE_STRUCTS = {
@@ -70,3 +71,19 @@ def test_message_classes_match_their_schema(name):
                 nested(field["fields"])
 
     nested(schema["fields"])
+
+
+@pytest.mark.parametrize("formats", sorted(FORMATS))
+def test_every_formats_class_matches_its_formats_schema(formats):
+    """DEC-22: each profile's record formats, the kafka profile's own four types included, follow
+    their definitions (spec/schemas/kafka-records/ over spec/schemas/records/)."""
+    say = MODEL_FORMATS[formats]
+    for api_key, schema in record_schemas(formats).items():
+        cls = say.types[api_key]
+        assert cls.__name__ == schema["name"]
+        assert field_names(cls) == schema_names(schema["fields"]), schema["name"]
+        for field in schema["fields"]:
+            if "fields" in field:
+                assert field_names(say.structs[field["type"][2:]]) == schema_names(field["fields"])
+            if "tag" in field:
+                assert attrs.fields_dict(cls)[snake_case(field["name"])].default == _default(field)

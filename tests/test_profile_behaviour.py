@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from cluster import FEATURES, Cluster, incarnation, topic_id
-from kraftspec.model import Config, Error
+from cluster import Cluster, incarnation, topic_id
+from kraftspec.conformance.simulation import features_of
+from kraftspec.model import Config, Error, initial_state
+from kraftspec.model.formats import formats_of, record_version
+from kraftspec.model.framing import FrameError, decode_record, encode_record
+from kraftspec.model.log import snapshot_records
+from kraftspec.model.replay import replay_all
+from kraftspec.model.state import ConfigError, FeatureRange, MetadataImage
 from kraftspec.model.membership import Membership, membership
 from kraftspec.model.messages import (
     BrokerHeartbeatRequest,
@@ -20,7 +26,7 @@ from kraftspec.model.messages import (
     CreateTopicsRequest,
     Feature,
 )
-from kraftspec.model.records import NO_LEADER_CHANGE, FenceBrokerRecord, PartitionChangeRecord
+from kraftspec.model.records import NO_LEADER_CHANGE, PartitionChangeRecord
 from kraftspec.spec.profiles import parameters
 
 PROFILES = ("kip-631", "kafka")
@@ -34,6 +40,13 @@ def cluster(profile: str, *brokers: int) -> Cluster:
     c = Cluster(profile=profile)
     c.start_brokers(*brokers)
     return c
+
+
+def fenced_ids(c: Cluster, result) -> list[int]:
+    """The brokers ``result``'s records fence, in order, in the profile's record formats (DEC-22)."""
+    say = formats_of(c.state.config.params)
+    return [r.broker_id for b in result.batches for r in b.records
+            if hasattr(r, "broker_epoch") and r == say.fence(r.broker_id, r.broker_epoch)]
 
 
 def create(c: Cluster, name: str, partitions: int, replication_factor: int):
@@ -55,16 +68,18 @@ def test_lease_8_dec_7_a_lease_lapses_at_its_deadline_in_kip_631_and_a_milliseco
     session valid through that instant and fences one millisecond later."""
     c = cluster(profile, 1)
     deadline = c.state.leases[1].deadline(c.state.config.session_timeout_ms)
-    c.tick(deadline - 1)
-    assert not c.state.image.brokers[1].fenced
-    at_deadline = c.tick(deadline)
+    if profile == KIP_631:
+        c.tick(deadline - 1)
+        assert not c.state.image.brokers[1].fenced
+    at_deadline = c.tick(deadline)  # in kafka, a tick at which a scan is due (DEC-25)
     fenced_at_deadline = [r for b in at_deadline.batches for r in b.records]
     if profile == KIP_631:
-        assert fenced_at_deadline == [FenceBrokerRecord(1, c.epoch(1))]
+        assert fenced_at_deadline == [c.fence_record(1)]
     else:
         assert fenced_at_deadline == [] and not c.state.image.brokers[1].fenced
-        after = c.tick(deadline + 1)
-        assert [r for b in after.batches for r in b.records] == [FenceBrokerRecord(1, c.epoch(1))]
+        c = cluster(profile, 1)
+        after = c.tick(deadline + 1)  # the same scan a millisecond later
+        assert [r for b in after.batches for r in b.records] == [c.fence_record(1)]
     assert c.state.image.brokers[1].fenced
 
 
@@ -83,6 +98,48 @@ def test_reg_4_dec_7_another_incarnation_may_register_at_the_deadline_in_kip_631
         c.tick(deadline + 1)
         assert c.register(1, generation=1).error_code == Error.NONE
     assert c.state.image.brokers[1].fenced and c.epoch(1) > 0
+
+
+# ---- lease_expiry (DEC-25) ---------------------------------------------------------------------------
+
+
+@each_profile
+def test_lease_8_dec_25_lapsed_leases_are_fenced_at_the_tick_in_kip_631_and_one_per_scan_in_kafka(profile):
+    """LEASE-8, DEC-25: two leases lapse by the same tick. kip-631 fences both at that tick, by
+    deadline then id, one batch each. Kafka's scan, due every session timeout / 8, fences one per
+    run, the first lapsed session in its hash map's order, and runs again only 10 ms later."""
+    c = cluster(profile, 1, 2)
+    c.heartbeat(2)  # at time 0 too: the same deadline for both
+    timeout = c.state.config.session_timeout_ms
+    fenced = fenced_ids(c, c.tick(2 * timeout))
+    if profile == KIP_631:
+        assert fenced == [1, 2]
+        return
+    # kafka: sessions (1, 1) and (2, 2) share a bin of the map; broker 1 heartbeat first
+    assert [(s.broker_id, s.epoch) for s in c.state.sessions.in_order()] == [(2, 2)]
+    assert fenced == [1] and c.state.next_scan_ms == 2 * timeout + 10
+    assert c.tick(2 * timeout + 9).batches == ()  # the next scan is not due yet
+    later = fenced_ids(c, c.tick(2 * timeout + 10))
+    assert later == [2] and c.state.sessions.size == 0
+
+
+@each_profile
+def test_lease_8_dec_25_a_fenced_broker_that_heartbeated_is_fenced_again_only_in_kafka(profile):
+    """LEASE-8, LEASE-4, DEC-25: kip-631 fences only unfenced brokers. Kafka keeps a session for every
+    heartbeat, a fenced broker's and one naming a stale epoch: a lapsed session of the current
+    epoch fences its broker again (a FenceBrokerRecord); one of another epoch spends a scan."""
+    c = Cluster(profile=profile)
+    c.register(1)
+    c.heartbeat(1, want_fence=True)  # fenced, and heard from
+    c.request(BrokerHeartbeatRequest(1, c.epoch(1) + 100, 0, False, False))  # LEASE-4: a stale epoch
+    timeout = c.state.config.session_timeout_ms
+    first = c.tick(2 * timeout)
+    second = c.tick(2 * timeout + 10)
+    if profile == KIP_631:
+        assert first.batches == () and second.batches == ()
+        return
+    records = [r for result in (first, second) for b in result.batches for r in b.records]
+    assert records == [c.fence_record(1)] and c.state.sessions.size == 0
 
 
 # ---- registration_is_contact (DEC-6) -----------------------------------------------------------------
@@ -114,7 +171,7 @@ def test_reg_3_dec_6_a_retried_registration_renews_the_lease_in_kip_631_and_chan
     c.tick(timeout - 1000)
     retry = c.register(1)
     assert (retry.error_code, retry.broker_epoch) == (Error.NONE, c.epoch(1))
-    c.tick(timeout + 1)
+    c.tick(timeout + 1 + (1000 if profile == KAFKA else 0))  # kafka: when the next scan is due (DEC-25)
     if profile == KIP_631:
         assert c.state.leases[1].last_contact_ms == timeout - 1000
         assert not c.state.image.brokers[1].fenced
@@ -139,17 +196,17 @@ def test_shut_3_dec_14_a_leader_is_let_go_in_the_heartbeat_that_asks_in_kip_631_
     move = PartitionChangeRecord(0, pair, isr=(2,), leader=2)
     if profile == KIP_631:
         assert (first.should_shut_down, first.is_fenced) == (True, True)
-        assert c.records() == [move, FenceBrokerRecord(1, c.epoch(1))]
+        assert c.records() == [move, c.fence_record(1)]
         return
     assert (first.should_shut_down, first.is_fenced) == (False, False)
-    assert c.records() == [move]
+    assert c.records() == [*c.shutdown_records(1), move]  # DEC-22: Kafka's records say it first
     assert c.state.leases[1].shutdown_offset == c.state.log_end_offset - 1
     assert membership(c.state, 1) == Membership.CONTROLLED_SHUTDOWN
     assert not c.heartbeat(1, want_shut_down=True).should_shut_down  # broker 2 has not applied it
     c.heartbeat(2)
     granted = c.heartbeat(1, want_shut_down=True)
     assert (granted.should_shut_down, granted.is_fenced) == (True, True)
-    assert c.records() == [FenceBrokerRecord(1, c.epoch(1))]
+    assert c.records() == [c.fence_record(1)]
     assert membership(c.state, 1) == Membership.FENCED
 
 
@@ -162,7 +219,7 @@ def test_shut_3_dec_14_a_broker_that_leads_nothing_is_let_go_at_once_in_both_pro
     response = c.heartbeat(1, want_shut_down=True)
     t = c.partition("t").topic_id
     assert (response.should_shut_down, response.is_fenced) == (True, True)
-    assert c.records() == [PartitionChangeRecord(0, t, isr=(2,)), FenceBrokerRecord(1, c.epoch(1))]
+    assert c.records() == [PartitionChangeRecord(0, t, isr=(2,)), c.fence_record(1)]
 
 
 # ---- reassignment_layout (DEC-18) ------------------------------------------------------------------
@@ -184,7 +241,8 @@ def test_reassign_4_dec_18_replicas_list_the_leaving_replicas_first_in_kip_631_a
 @each_profile
 def test_reassign_9_dec_18_a_new_target_is_laid_out_against_the_full_current_list(profile):
     """REASSIGN-9, DEC-18: a second reassignment, to [4,5], computes its lists from the whole current
-    Replicas (the first one's adding replicas included), laid out in the profile's order."""
+    Replicas (the first one's adding replicas included), laid out in the profile's order (kafka:
+    the target, then the replicas leaving in ascending id, as Kafka's sorted sets give them)."""
     c = cluster(profile, 1, 2, 3, 4, 5)
     c.create_topic("t", assignment=[[1, 2, 3]])
     c.reassign("t", [3, 4, 5])
@@ -193,7 +251,7 @@ def test_reassign_9_dec_18_a_new_target_is_laid_out_against_the_full_current_lis
     if profile == KIP_631:
         assert (p.replicas, p.removing_replicas, p.adding_replicas) == ((1, 2, 3, 4, 5), (1, 2, 3), ())
     else:
-        assert (p.replicas, p.removing_replicas, p.adding_replicas) == ((4, 5, 3, 1, 2), (3, 1, 2), ())
+        assert (p.replicas, p.removing_replicas, p.adding_replicas) == ((4, 5, 1, 2, 3), (1, 2, 3), ())
     assert (p.target_replicas, p.leader) == ((4, 5), 1)
 
 
@@ -216,6 +274,23 @@ def test_reassign_6_dec_18_adding_replicas_in_sync_complete_in_kip_631_and_the_w
     c.alter_isr(1, "t", [1, 2, 4, 3])
     p = c.partition("t")
     assert (p.replicas, p.isr, p.leader, p.is_reassigning) == ((3, 4), (4, 3), 3, False)
+
+
+@each_profile
+def test_reassign_6_dec_18_in_kafka_a_reassignment_adding_as_many_as_it_removes_waits_only_for_the_adding_ones(profile):
+    """REASSIGN-6, DEC-18 (Kafka 4.3 and later): [1,2,4] with ISR [1,2] -> [1,4,3], removing 2 and
+    adding 3: once 3 is in sync the reassignment completes although 4, a target replica, is not, since
+    no fewer replicas are added than removed. kip-631 completes too (the adding replica is in sync and
+    the ISR meets the target); Kafka 4.0 to 4.2, which waited for the whole target, did not
+    (spec/kafka.md, B26)."""
+    c = cluster(profile, 1, 2, 3, 4)
+    c.create_topic("t", assignment=[[1, 2, 4]])
+    c.alter_isr(1, "t", [1, 2])
+    c.reassign("t", [1, 4, 3])
+    assert c.partition("t").is_reassigning
+    c.alter_isr(1, "t", [1, 2, 3])
+    p = c.partition("t")
+    assert (p.replicas, p.isr, p.leader, p.is_reassigning) == ((1, 4, 3), (1, 3), 1, False)
 
 
 @each_profile
@@ -370,11 +445,11 @@ def test_shut_3_dec_14_the_sole_isr_member_and_leader_of_an_rf_1_partition_compl
     assert (c.partition("solo").leader, c.partition("solo").isr, c.partition("solo").replicas) == (-1, (1,), (1,))
     if profile == KIP_631:
         assert (first.should_shut_down, first.is_fenced) == (True, True)
-        assert c.records() == [PartitionChangeRecord(0, solo, leader=-1), FenceBrokerRecord(1, c.epoch(1))]
+        assert c.records() == [PartitionChangeRecord(0, solo, leader=-1), c.fence_record(1)]
         assert membership(c.state, 1) == Membership.FENCED
         return
     assert (first.should_shut_down, first.is_fenced) == (False, False)
-    assert c.records() == [PartitionChangeRecord(0, solo, leader=-1)]
+    assert c.records() == [*c.shutdown_records(1), PartitionChangeRecord(0, solo, leader=-1)]
     shutdown_offset = c.state.log_end_offset - 1  # the offset of that batch's last record
     waiting = c.heartbeat(1, want_shut_down=True)  # brokers 2 and 3 have not applied it
     assert not waiting.should_shut_down and c.records() == []
@@ -387,7 +462,7 @@ def test_shut_3_dec_14_the_sole_isr_member_and_leader_of_an_rf_1_partition_compl
     c.heartbeat(2, offset=shutdown_offset)  # now broker 2 has applied it too
     granted = c.heartbeat(1, want_shut_down=True)
     assert (granted.should_shut_down, granted.is_fenced) == (True, True)
-    assert c.records() == [FenceBrokerRecord(1, c.epoch(1))]
+    assert c.records() == [c.fence_record(1)]
     assert (c.partition("solo").leader, c.partition("solo").isr) == (-1, (1,))
 
 
@@ -523,7 +598,7 @@ def test_lease_6_dec_13_a_heartbeat_with_a_lower_offset_is_processed_in_both_pro
     lower = c.heartbeat(1, offset=1, want_fence=True)
     assert (lower.error_code, lower.is_fenced) == (Error.NONE, True)
     assert (c.state.leases[1].last_contact_ms, c.state.leases[1].metadata_offset) == (500, 1)
-    assert c.records() == [PartitionChangeRecord(0, c.partition("t").topic_id, leader=-1), FenceBrokerRecord(1, c.epoch(1))]
+    assert c.records() == [PartitionChangeRecord(0, c.partition("t").topic_id, leader=-1), c.fence_record(1)]
 
 
 # ---- every parameter has its tests here -----------------------------------------------------------
@@ -569,17 +644,19 @@ def test_log_7_dec_21_only_the_listed_refusals_are_answered_at_once():
 @each_profile
 def test_reg_3_dec_5_a_retry_changes_nothing_in_kip_631_and_amends_the_registration_in_kafka(profile):
     """REG-3, DEC-5: a retry with the registered incarnation id gets the same epoch in both profiles;
-    kip-631 writes nothing, kafka writes a RegisterBrokerRecord with that epoch and the retry's
-    fields (and, for an unfenced broker, an UnfenceBrokerRecord, since the record replays fenced)."""
+    kip-631 writes nothing, kafka writes one RegisterBrokerRecord with that epoch and the retry's
+    fields, still unfenced (its record formats carry Fenced, DEC-22)."""
     c = cluster(profile, 1)
     epoch = c.epoch(1)
-    result = c.send(BrokerRegistrationRequest(1, c.state.config.cluster_id, incarnation(1), features=FEATURES, rack="r1"))
+    features = features_of(c.state.config)
+    result = c.send(BrokerRegistrationRequest(1, c.state.config.cluster_id, incarnation(1), features=features, rack="r1"))
     c.commit()
     assert c.replies[result.seq].broker_epoch == epoch
     if profile == KIP_631:
         assert c.records(result) == [] and c.state.image.brokers[1].rack is None
     else:
-        assert [type(r).__name__ for r in c.records(result)] == ["RegisterBrokerRecord", "UnfenceBrokerRecord"]
+        [amend] = c.records(result)
+        assert (type(amend).__name__, amend.fenced, amend.broker_epoch) == ("RegisterBrokerRecord", False, epoch)
         assert (c.state.image.brokers[1].rack, c.state.image.brokers[1].epoch) == ("r1", epoch)
     assert not c.state.image.brokers[1].fenced
 
@@ -603,7 +680,7 @@ def test_shut_4_dec_14_a_fenced_broker_asking_to_shut_down_writes_nothing_in_kip
     result = c.send(BrokerHeartbeatRequest(1, c.epoch(1), c.caught_up_offset(), False, True))
     c.commit()
     assert c.replies[result.seq].should_shut_down
-    assert c.records(result) == ([] if profile == KIP_631 else [FenceBrokerRecord(1, c.epoch(1))])
+    assert c.records(result) == ([] if profile == KIP_631 else [c.fence_record(1)])
 
 
 # ---- refused_partition_fields (DEC-15) -----------------------------------------------------------
@@ -637,10 +714,114 @@ def test_topic_10_dec_21_a_delete_of_names_none_of_which_resolves_is_answered_at
     assert c.delete_topics("t", commit=False) is None
 
 
+# ---- record_formats (DEC-22), frame_type (DEC-10), default_features (DEC-23) --------------------
+
+
+@each_profile
+def test_reg_8_dec_22_kafka_records_carry_fencing_in_the_registration_and_seed_records_in_their_own_types(profile):
+    """REG-6, REG-8, LEASE-15, DEC-22: kip-631 registers with seed 000's RegisterBrokerRecord (no
+    Fenced field: it replays fenced) and unfences with an UnfenceBrokerRecord; kafka writes Kafka's
+    RegisterBrokerRecord version 2 with Fenced true, and unfences and fences with a
+    BrokerRegistrationChangeRecord version 0 whose Fenced is -1 or 1."""
+    c = Cluster(profile=profile)
+    c.register(1)
+    [register] = c.records()
+    c.heartbeat(1)
+    [unfence] = c.records()
+    c.heartbeat(1, want_fence=True)
+    [fence] = c.records()
+    formats = [(type(r).__name__, record_version(r)) for r in (register, unfence, fence)]
+    if profile == KIP_631:
+        assert formats == [("RegisterBrokerRecord", 0), ("UnfenceBrokerRecord", 0), ("FenceBrokerRecord", 0)]
+        assert not hasattr(register, "fenced")
+    else:
+        assert formats == [("RegisterBrokerRecord", 2), ("BrokerRegistrationChangeRecord", 0),
+                           ("BrokerRegistrationChangeRecord", 0)]
+        assert (register.fenced, register.in_controlled_shutdown) == (True, False)
+        assert (unfence.fenced, fence.fenced) == (-1, 1)
+    assert c.state.image.brokers[1].fenced
+
+
+@each_profile
+def test_log_11_dec_22_the_committed_state_gives_an_unfenced_broker_two_records_in_kip_631_and_one_in_kafka(profile):
+    """LOG-11, DEC-22: an unfenced broker's minimal records: seed 000's RegisterBrokerRecord and an
+    UnfenceBrokerRecord after it (the record replays fenced), or Kafka's one RegisterBrokerRecord
+    with Fenced false; either replays to the same registration."""
+    c = cluster(profile, 1)
+    records = snapshot_records(c.state.committed_image, c.state.config.params.record_formats)
+    brokers = [type(r).__name__ for r in records if "Broker" in type(r).__name__]
+    assert brokers == (["RegisterBrokerRecord", "UnfenceBrokerRecord"] if profile == KIP_631 else ["RegisterBrokerRecord"])
+    assert replay_all(MetadataImage(), records).brokers == c.state.committed_image.brokers
+
+
+@each_profile
+def test_shut_2_dec_22_kafka_records_the_start_of_a_controlled_shutdown_once_in_the_registration(profile):
+    """SHUT-1, SHUT-2, DEC-22: kafka begins the batch that starts a controlled shutdown with a
+    BrokerRegistrationChangeRecord version 1 (InControlledShutdown 1), as Kafka does; the
+    registration then says so, and a shutdown asked again after a failover (which loses the active
+    controller's memory of it) writes no second one. kip-631's records have no place for it."""
+    c = cluster(profile, 1, 2)
+    c.create_topic("pair", assignment=[[1, 2]])
+    c.heartbeat(1, want_shut_down=True)
+    first = c.records()
+    if profile == KIP_631:
+        assert [type(r).__name__ for r in first][-1] == "FenceBrokerRecord"
+        assert not c.state.image.brokers[1].in_controlled_shutdown
+        return
+    begins = first[0]
+    assert (type(begins).__name__, record_version(begins), begins.in_controlled_shutdown, begins.fenced) == (
+        "BrokerRegistrationChangeRecord", 1, 1, 0)
+    c.commit()
+    assert c.state.committed_image.brokers[1].in_controlled_shutdown
+    c.failover()
+    c.heartbeat(1, want_shut_down=True)
+    assert not [r for r in c.records() if type(r).__name__ == "BrokerRegistrationChangeRecord" and r.in_controlled_shutdown]
+
+
+@each_profile
+def test_log_2_dec_10_a_frame_begins_with_the_profiles_frame_type_and_another_is_refused(profile):
+    """LOG-2, DEC-10: frames begin with 0 in kip-631 and with 1 in kafka; a decoder of one profile
+    refuses the other's frames, naming the byte."""
+    c = cluster(profile, 1)
+    params = c.state.config.params
+    other = next(p for p in PROFILES if p != profile)
+    for record in snapshot_records(c.state.committed_image, params.record_formats):
+        frame = encode_record(record, frame_type=params.frame_type)
+        assert frame[0] == (0 if profile == KIP_631 else 1)
+        assert decode_record(frame, params) == (record, record_version(record))
+        with pytest.raises(FrameError, match="frame type"):
+            decode_record(frame, Config.for_profile(other).params)
+
+
+@each_profile
+def test_log_14_dec_23_a_cluster_finalizes_metadata_format_in_kip_631_and_metadata_version_16_in_kafka(profile):
+    """LOG-14, CONF-1, REG-5, DEC-23: the default finalized features and the bootstrap record;
+    kafka's formats hold one level per feature, so a range is refused in its configuration."""
+    config = Config.for_profile(profile)
+    [feature] = config.finalized_features
+    [bootstrap] = initial_state(config).batches[0].records
+    if profile == KIP_631:
+        assert (feature.name, feature.min_level, feature.max_level) == ("metadata.format", 1, 1)
+        assert (bootstrap.min_feature_level, bootstrap.max_feature_level) == (1, 1)
+        Config.for_profile(profile, finalized_features=(FeatureRange("metadata.format", 1, 2),))
+    else:
+        assert (feature.name, feature.min_level, feature.max_level) == ("metadata.version", 16, 16)
+        assert (bootstrap.name, bootstrap.feature_level) == ("metadata.version", 16)
+        with pytest.raises(ConfigError, match="one level per feature"):
+            Config.for_profile(profile, finalized_features=(FeatureRange("metadata.version", 15, 16),))
+    # REG-5: a broker that supports exactly the finalized level registers
+    c = Cluster(profile=profile)
+    assert c.register(1).error_code == Error.NONE
+
+
 PARAMETER_TESTS = {
     "lease_lapses": (
         test_lease_8_dec_7_a_lease_lapses_at_its_deadline_in_kip_631_and_a_millisecond_later_in_kafka,
         test_reg_4_dec_7_another_incarnation_may_register_at_the_deadline_in_kip_631_and_only_after_it_in_kafka,
+    ),
+    "lease_expiry": (
+        test_lease_8_dec_25_lapsed_leases_are_fenced_at_the_tick_in_kip_631_and_one_per_scan_in_kafka,
+        test_lease_8_dec_25_a_fenced_broker_that_heartbeated_is_fenced_again_only_in_kafka,
     ),
     "registration_is_contact": (
         test_reg_4_dec_6_a_new_registration_claims_its_id_in_kip_631_and_only_from_its_first_heartbeat_in_kafka,
@@ -669,6 +850,7 @@ PARAMETER_TESTS = {
     ),
     "reassignment_completes": (
         test_reassign_6_dec_18_adding_replicas_in_sync_complete_in_kip_631_and_the_whole_target_in_kafka,
+        test_reassign_6_dec_18_in_kafka_a_reassignment_adding_as_many_as_it_removes_waits_only_for_the_adding_ones,
         test_reassign_5_dec_18_a_shrink_completes_at_once_in_kip_631_when_the_isr_keeps_a_target_member,
     ),
     "leader_epoch_on_replica_removal": (
@@ -685,6 +867,13 @@ PARAMETER_TESTS = {
         test_lease_1_dec_12_default_timings_are_3000_and_18000_in_kip_631_and_2000_and_9000_in_kafka,
         test_lease_1_dec_12_a_broker_heartbeating_every_default_interval_keeps_its_lease,
     ),
+    "record_formats": (
+        test_reg_8_dec_22_kafka_records_carry_fencing_in_the_registration_and_seed_records_in_their_own_types,
+        test_log_11_dec_22_the_committed_state_gives_an_unfenced_broker_two_records_in_kip_631_and_one_in_kafka,
+        test_shut_2_dec_22_kafka_records_the_start_of_a_controlled_shutdown_once_in_the_registration,
+    ),
+    "frame_type": (test_log_2_dec_10_a_frame_begins_with_the_profiles_frame_type_and_another_is_refused,),
+    "default_features": (test_log_14_dec_23_a_cluster_finalizes_metadata_format_in_kip_631_and_metadata_version_16_in_kafka,),
 }
 
 

@@ -45,7 +45,7 @@ EXPECTED_ERRORS = {
 def _schema_files() -> list[tuple[str, Any]]:
     """Every message/record JSON file as (relative path, Traversable)."""
     found = []
-    for subdir in ("records", "rpcs"):
+    for subdir in ("records", "kafka-records", "rpcs"):
         for entry in SCHEMA_ROOT.joinpath(subdir).iterdir():
             if entry.name.endswith(".json"):
                 found.append((f"{subdir}/{entry.name}", entry))
@@ -121,8 +121,9 @@ def test_errors_file_parses_as_a_json_object_with_an_errors_list() -> None:
 
 def test_schema_directory_holds_only_the_expected_files() -> None:
     top = sorted(e.name for e in SCHEMA_ROOT.iterdir() if e.name != "__pycache__")
-    assert top == ["__init__.py", "errors.json", "records", "rpcs", "trace.schema.json"]
+    assert top == ["__init__.py", "errors.json", "kafka-records", "records", "rpcs", "trace.schema.json"]
     assert len([p for p in SCHEMA_PATHS if p.startswith("records/")]) == 15
+    assert len([p for p in SCHEMA_PATHS if p.startswith("kafka-records/")]) == 4
     assert len([p for p in SCHEMA_PATHS if p.startswith("rpcs/")]) == 16
 
 
@@ -150,7 +151,7 @@ def test_message_source_and_kraftspec_note_are_nonempty_strings(path: str) -> No
 @pytest.mark.parametrize("path", SCHEMA_PATHS)
 def test_message_type_matches_its_directory_and_name(path: str) -> None:
     message = MESSAGES[path]
-    if path.startswith("records/"):
+    if path.startswith(("records/", "kafka-records/")):
         assert message["type"] == "metadata"
         assert message["name"].endswith("Record")
     else:
@@ -390,10 +391,14 @@ def test_loader_indexes_records_by_api_key_and_rpcs_by_name() -> None:
 
 
 def test_loader_finds_every_file_by_name_and_caches_it() -> None:
-    for message in MESSAGES.values():
-        loaded = schemas.schema(message["name"])
+    for path, message in MESSAGES.items():
+        if path.startswith("kafka-records/"):  # the kafka profile's formats (DEC-22), by formats and name
+            loaded = schemas.record_schema(message["name"], "kafka-3.7-IV1")
+            assert loaded is schemas.record_schema(message["name"], "kafka-3.7-IV1")
+        else:
+            loaded = schemas.schema(message["name"])
+            assert loaded is schemas.schema(message["name"])
         assert loaded == message
-        assert loaded is schemas.schema(message["name"])
 
 
 def test_loader_rejects_unknown_names() -> None:

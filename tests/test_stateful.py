@@ -40,6 +40,7 @@ from hypothesis.stateful import (
 
 from cluster import incarnation
 from kraftspec.conformance.jsonform import to_json
+from kraftspec.conformance.simulation import features_of
 from kraftspec.conformance.lockstep import Lockstep, response_version
 from kraftspec.impl import alter_isr as impl_alter_isr
 from kraftspec.impl.controller import Controller
@@ -66,7 +67,6 @@ from kraftspec.model.messages import (
 )
 
 BROKER_IDS = st.integers(0, 5)
-FEATURES = (Feature("metadata.format", 1, 1),)
 TOPIC_NAMES = ("a", "b", "c")
 STEPS = 50
 WANTS = [(False, False)] * 4 + [(True, False), (False, True), (False, True), (True, True)]  # (WantFence, WantShutDown)
@@ -157,7 +157,7 @@ class ControllerLockstep(RuleBasedStateMachine):
     # ---- the rules: one per event kind ----------------------------------------------------------
 
     def registration(self, broker_id: int, generation: int, **fields) -> BrokerRegistrationRequest:
-        fields.setdefault("features", FEATURES)
+        fields.setdefault("features", features_of(self.model.config))
         return BrokerRegistrationRequest(broker_id, self.model.config.cluster_id, incarnation(broker_id, generation), **fields)
 
     @rule(target=registrations, data=st.data())
@@ -189,7 +189,8 @@ class ControllerLockstep(RuleBasedStateMachine):
             elif flaw == "no features":
                 request = evolve(request, features=())
             elif flaw == "newer features":
-                request = evolve(request, features=(Feature("metadata.format", 2, 3),))
+                newer = tuple(Feature(f.name, f.max_level + 1, f.max_level + 2) for f in state.config.finalized_features)
+                request = evolve(request, features=newer)
             else:
                 request = evolve(request, incarnation_id=UUID(int=0))
         before = self.model
@@ -409,11 +410,15 @@ class ControllerLockstep(RuleBasedStateMachine):
     @rule(data=st.data())
     def tick(self, data):
         """Time passes: a little, a heartbeat interval, a session, or exactly to a lease's deadline
-        and one millisecond either side of it (LEASE-8, REG-4); sometimes not at all."""
+        (in the kafka profile also a session's, or the next scan, DEC-25) and one millisecond either
+        side of it (LEASE-8, REG-4); sometimes not at all."""
         state = self.model
         timeout = state.config.session_timeout_ms
-        steps = [1, 500, state.config.heartbeat_interval_ms, timeout, 0]
-        deadlines = sorted({lease.deadline(timeout) for lease in state.leases.values() if lease.deadline(timeout) > state.now_ms})
+        steps = [1, 10, 500, state.config.heartbeat_interval_ms, timeout, 0]
+        deadlines = {lease.deadline(timeout) for lease in state.leases.values()}
+        if state.config.params.lease_expiry == "hash-map-scan":  # DEC-25: and when the next scan is due
+            deadlines |= {state.next_scan_ms} | {s.last_contact_ms + timeout for s in state.sessions.in_order()}
+        deadlines = sorted(d for d in deadlines if d > state.now_ms)
         if deadlines and not sometimes(data, 3):
             deadline = data.draw(st.sampled_from(deadlines), label="deadline")
             now = deadline + data.draw(st.sampled_from([0, 0, -1, 1]), label="off by")
@@ -480,6 +485,9 @@ def soft_state_of_model(state) -> dict:
             for b, lease in state.leases.items()
         },
         "brokers": {b: (r.incarnation_id, r.epoch, r.fenced) for b, r in image.brokers.items()},
+        # DEC-25, kafka profile: Kafka's sessions in its map's order, and the next scan
+        "sessions": [(s.broker_id, s.epoch, s.last_contact_ms) for s in state.sessions.in_order()],
+        "next scan": state.next_scan_ms if state.config.params.lease_expiry == "hash-map-scan" else None,
         "partitions": {
             (image.topics[p.topic_id].name, p.partition_id): (
                 p.replicas, p.isr, p.removing_replicas, p.adding_replicas, p.leader, p.leader_epoch, p.partition_epoch
@@ -490,6 +498,7 @@ def soft_state_of_model(state) -> dict:
 
 
 def soft_state_of_impl(controller: Controller) -> dict:
+    sessions = controller.leases.sessions
     return {
         "clock": controller.now_ms,
         "next seq": controller.next_seq,
@@ -503,6 +512,8 @@ def soft_state_of_impl(controller: Controller) -> dict:
             for b, lease in controller.leases.leases.items()
         },
         "brokers": {b: (r.incarnation_id, r.epoch, r.fenced) for b, r in controller.state.cluster.brokers.items()},
+        "sessions": [(e[1], e[2], e[3]) for chain in sessions.slots for e in chain] if sessions is not None else [],
+        "next scan": controller.leases.next_scan_ms if sessions is not None else None,
         "partitions": {
             (topic.name, p.partition_id): tuple(tuple(x) if isinstance(x, (list, tuple)) else x for x in p.fields())
             for topic in controller.state.replication.topics.values()

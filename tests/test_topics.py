@@ -249,11 +249,13 @@ def test_topic_10_delete_resolves_names_against_the_committed_state(cluster):
 
 def test_topic_10_a_topic_whose_deletion_is_pending_gets_unknown_topic_id(cluster):
     """TOPIC-10, DEC-34: the committed name resolves to an id an uncommitted RemoveTopicRecord already
-    removed: UNKNOWN_TOPIC_ID and no second record, even when the name was created again meanwhile
-    under a new id, which the request leaves alone."""
+    removed: UNKNOWN_TOPIC_ID, with the id the name resolved to (as Kafka answers), and no second
+    record, even when the name was created again meanwhile under a new id, which the request leaves
+    alone."""
     c = cluster()
     c.start_brokers(1)
     c.create_topic("t", assignment=[[1]])
+    resolved = c.partition("t").topic_id
     c.delete_topics("t", commit=False)
     c.request(CreateTopicsRequest([CreatableTopic("t", UUID(int=99), assignments=[ReplicaAssignment(0, [1])])]), commit=False)
     offset = c.state.log_end_offset
@@ -261,7 +263,7 @@ def test_topic_10_a_topic_whose_deletion_is_pending_gets_unknown_topic_id(cluste
     assert c.state.log_end_offset == offset  # nothing written
     c.commit()
     [again] = c.replies[seq].responses
-    assert (again.topic_id, again.error_code) == (UUID(int=0), Error.UNKNOWN_TOPIC_ID)
+    assert (again.topic_id, again.error_code) == (resolved, Error.UNKNOWN_TOPIC_ID)
     assert c.state.committed_image.topic_named("t").topic_id == UUID(int=99)
 
 

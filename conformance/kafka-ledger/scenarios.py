@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
-from kraftspec.conformance.scenario import FEATURES, Scenario, incarnation, scripted, topic_id
+from kraftspec.conformance.scenario import Scenario, incarnation, scripted, topic_id
+from kraftspec.conformance.simulation import features_of
 from kraftspec.conformance.trace import Trace
 from kraftspec.model import Config, Failover
 from kraftspec.model.messages import (
@@ -40,10 +41,11 @@ def _kafka(**settings) -> Scenario:
     return Scenario(Config.for_profile("kafka", **settings))
 
 
-def _register(s: Scenario, broker_id: int, generation: int = 0, features=FEATURES, offset: int = -1,
+def _register(s: Scenario, broker_id: int, generation: int = 0, features=None, offset: int = -1,
               incarnation_id: UUID | None = None) -> Scenario:
-    """A registration, not committed."""
+    """A registration, not committed; ``features`` by default the cluster's finalized ones."""
     incarnation_id = incarnation_id or incarnation(broker_id, generation)
+    features = features_of(s.config) if features is None else features
     return s.send(BrokerRegistrationRequest(broker_id, s.config.cluster_id, incarnation_id, offset, features=features))
 
 
@@ -95,41 +97,8 @@ def registration_offset_below_minus_one() -> Scenario:
     return _register(_kafka(), 1, offset=-2)
 
 
-def amend_of_unfenced_broker_one_record_more() -> Scenario:
-    """B6 (DEC-5, DEC-22, REG-3): broker 1, unfenced, retries its registration; the amend writes a
-    RegisterBrokerRecord and, as seed 000's record has no Fenced field, an UnfenceBrokerRecord; Kafka
-    writes the one record. Broker 2's epoch, the next offset, differs by one."""
-    s = _kafka().start_brokers(1)
-    _register(s, 1).commit()
-    return s.register(2)
 
 
-def expiry_fences_one_broker_per_run() -> Scenario:
-    """B7 (DEC-25, LEASE-8): brokers 1 and 2 are active and both sessions lapse by the same tick.
-    kraftspec fences both; Kafka's periodic task fences one per run, so broker 2 is still unfenced
-    and takes the partition that kraftspec refuses INVALID_REPLICATION_FACTOR."""
-    s = _kafka().start_brokers(1, 2)
-    s.tick(s.config.session_timeout_ms + 1)
-    return s.send(CreateTopicsRequest([CreatableTopic("t", topic_id("t"), 1, 1)])).commit()
-
-
-def expiry_refences_a_fenced_broker() -> Scenario:
-    """B7 (DEC-25, LEASE-8): broker 1 registers and heartbeats while fenced (WantFence), then falls
-    silent. When its session lapses, Kafka fences it again, a redundant record kraftspec does not
-    write, so broker 2's epoch differs by one."""
-    s = _kafka().register(1)
-    _fenced_heartbeat(s, 1)
-    s.tick(s.config.session_timeout_ms + 1)
-    return s.register(2)
-
-
-def controlled_shutdown_entry_record() -> Scenario:
-    """B8 (DEC-14, SHUT-1): broker 1 leads a partition and asks to shut down. Kafka records the entry
-    into controlled shutdown (BrokerRegistrationChangeRecord, InControlledShutdown) beside the
-    leadership change: one record more, so the heartbeat's answer waits for a later commit."""
-    s = _kafka().start_brokers(1)
-    s.create_topic("t", [[1]])
-    return s.heartbeat(1, want_shut_down=True)
 
 
 def isr10_new_leader_elected() -> Scenario:
@@ -200,11 +169,6 @@ def create_topic_with_zero_id() -> Scenario:
     return s.send(CreateTopicsRequest([CreatableTopic("t", UUID(int=0), 1, 1)])).commit()
 
 
-def records_register_broker_v2() -> Scenario:
-    """B16 (DEC-22, DEC-8, DEC-10): one registration, committed. The replies agree; at level records
-    Kafka's RegisterBrokerRecord is version 2, with Fenced and InControlledShutdown."""
-    return _kafka().register(1)
-
 
 def no_finalized_features() -> Scenario:
     """B21 (DEC-23, LOG-14): a cluster with no finalized features, where a registration that lists
@@ -214,9 +178,60 @@ def no_finalized_features() -> Scenario:
 
 
 def feature_range_below_zero() -> Scenario:
-    """B22 (REG-1): a registration whose metadata.format range starts at -1. REG-1 refuses it; the
-    adapter sends the range as exactly the finalized metadata.version, and Kafka registers it."""
-    return _register(_kafka(), 1, features=(Feature("metadata.format", -1, 1),))
+    """B22 (REG-1): a registration whose metadata.version range starts at -1. REG-1 refuses it; Kafka
+    checks only that the range holds the finalized level, and registers it."""
+    return _register(_kafka(), 1, features=(Feature("metadata.version", -1, 16),))
+
+
+def partitions_in_kafkas_order() -> Scenario:
+    """B25 (PART-6, SHUT-2): broker 2 is in the ISR of t-0 to t-3; the leader takes it out of t-3
+    and adds it back, then t-1. When broker 2 shuts down, leading nothing, kraftspec takes it out of
+    the ISRs in partition order (0, 1, 2, 3), Kafka in the order it joined them (0, 2, 3, 1): Kafka
+    walks the broker's entry in its index of ISR members (topics in the order of its random ids)."""
+    s = _kafka().start_brokers(1, 2)
+    s.create_topic("t", [[1, 2], [1, 2], [1, 2], [1, 2]])
+    s.alter_isr(1, "t", s.isr_entry("t", [1], index=3))
+    s.alter_isr(1, "t", s.isr_entry("t", [1, 2], index=3))
+    s.alter_isr(1, "t", s.isr_entry("t", [1], index=1))
+    s.alter_isr(1, "t", s.isr_entry("t", [1, 2], index=1))
+    return s.heartbeat(2, want_shut_down=True)
+
+
+def controlled_shutdown_waits_for_a_forgotten_offset() -> Scenario:
+    """B27 (SHUT-3, DEC-14): broker 3 begins a controlled shutdown; broker 2 is then unfenced by a
+    heartbeat that says it has applied the shutdown's batch. kraftspec lets broker 3 go on its next
+    heartbeat; Kafka does not: replaying broker 2's unfencing record, its heartbeat manager forgets
+    the offset that heartbeat gave (it keeps it only when the record changes the fencing it already
+    knows), so the lowest offset of the active brokers is -1 until broker 2 heartbeats again."""
+    s = _kafka().register(1).register(2).register(3)
+    s.heartbeat(3)
+    s.create_topic("t", [[3]])
+    s.heartbeat(3, want_shut_down=True)
+    s.heartbeat(2, offset=s.state.log_end_offset)
+    return s.heartbeat(3, offset=s.state.log_end_offset, want_shut_down=True)
+
+
+def reassignment_completed_without_the_whole_target() -> Scenario:
+    """B26 (REASSIGN-6, DEC-18): t-0 has replicas [1, 2, 4], ISR [1, 2], and is reassigned to
+    [1, 4, 3] (removing 2, adding 3); broker 1's AlterIsr adds 3. Kafka 4.3 and later, and the kafka
+    profile, complete the reassignment, since the one adding replica is in sync and no fewer are
+    added than removed; 4.0 to 4.2 wait until the whole target, 4 included, is in sync."""
+    s = _kafka().start_brokers(1, 2, 3, 4)
+    s.create_topic("t", [[1, 2, 4]])
+    s.alter_isr(1, "t", s.isr_entry("t", [1, 2]))
+    _reassign(s, "t", [1, 4, 3])
+    return s.alter_isr(1, "t", s.isr_entry("t", [1, 2, 3]))
+
+
+def replaced_unfenced_incarnation_epoch() -> Scenario:
+    """B28 (REG-6, DEC-4, DEC-25): broker 3, unfenced and in t's ISRs, lets its session lapse; before
+    Kafka's scan fences it, a new incarnation registers. Both take the old incarnation out of its ISRs
+    first, in the registration's batch; kraftspec's new epoch is the offset of the RegisterBrokerRecord,
+    after those records, Kafka's the offset where the batch begins."""
+    s = _kafka().start_brokers(2, 3)
+    s.create_topic("t", [[2, 3], [3, 2], [2, 3]])
+    s.tick(s.config.session_timeout_ms + 1)
+    return _register(s, 3, 1)
 
 
 LEDGER: dict[str, Callable[[], Scenario]] = {
@@ -225,10 +240,6 @@ LEDGER: dict[str, Callable[[], Scenario]] = {
     "b3_kafka_19130_fenced_claim_after_failover": kafka_19130_fenced_claim_after_failover,
     "b4_registration_without_metadata_version": registration_without_metadata_version,
     "b5_registration_offset_below_minus_one": registration_offset_below_minus_one,
-    "b6_amend_of_unfenced_broker_one_record_more": amend_of_unfenced_broker_one_record_more,
-    "b7_expiry_fences_one_broker_per_run": expiry_fences_one_broker_per_run,
-    "b7_expiry_refences_a_fenced_broker": expiry_refences_a_fenced_broker,
-    "b8_controlled_shutdown_entry_record": controlled_shutdown_entry_record,
     "b9_isr10_new_leader_elected": isr10_new_leader_elected,
     "b10_empty_alter_isr_from_unregistered_broker": empty_alter_isr_from_unregistered_broker,
     "b10_empty_alter_isr_answered_at_once": empty_alter_isr_answered_at_once,
@@ -236,9 +247,12 @@ LEDGER: dict[str, Callable[[], Scenario]] = {
     "b12_replaced_reassignment_adding_and_removing": replaced_reassignment_adding_and_removing,
     "b13_list_reassignments_reads_uncommitted_partitions": list_reassignments_reads_uncommitted_partitions,
     "b14_create_topic_with_zero_id": create_topic_with_zero_id,
-    "b16_records_register_broker_v2": records_register_broker_v2,
     "b21_no_finalized_features": no_finalized_features,
     "b22_feature_range_below_zero": feature_range_below_zero,
+    "b25_partitions_in_kafkas_order": partitions_in_kafkas_order,
+    "b26_reassignment_completed_without_the_whole_target": reassignment_completed_without_the_whole_target,
+    "b27_controlled_shutdown_waits_for_a_forgotten_offset": controlled_shutdown_waits_for_a_forgotten_offset,
+    "b28_replaced_unfenced_incarnation_epoch": replaced_unfenced_incarnation_epoch,
 }
 
 

@@ -2,7 +2,9 @@
 
 The definitions are JSON data files shipped inside this package:
 
-* ``records/<Name>.json``: one metadata record type per file (api keys 0..14);
+* ``records/<Name>.json``: one metadata record type per file (api keys 0..14), seed 000's;
+* ``kafka-records/<Name>.json``: Kafka's definitions of the record types the ``kafka`` profile
+  writes differently (:data:`FORMATS`);
 * ``rpcs/<Name>.json``: one request or response per file;
 * ``errors.json``: the error codes, as ``{"errors": [{"name", "code", "about"}, ...]}``.
 
@@ -27,7 +29,7 @@ from importlib.resources.abc import Traversable
 from typing import Any
 from uuid import UUID
 
-__all__ = ["SPEC_VERSION", "INT_RANGES", "record_schemas", "rpc_schemas", "schema", "error_codes", "default_value"]
+__all__ = ["SPEC_VERSION", "INT_RANGES", "FORMATS", "record_schemas", "record_schema", "rpc_schemas", "schema", "error_codes", "default_value"]
 
 from kraftspec.spec import SPEC_VERSION  # the version of the specification these schemas belong to
 
@@ -56,20 +58,43 @@ def _load_dir(subdir: str) -> list[dict[str, Any]]:
     return loaded
 
 
+FORMATS = {"seed-000": ("records",), "kafka-3.7-IV1": ("kafka-records", "records")}
+"""The record formats a profile writes (profiles.toml, ``record_formats``, DEC-22) -> the folders
+of their record definitions, the first naming a type winning: the kafka formats are Kafka's own
+definitions of the types it changed, and seed 000's for the rest."""
+
+DEFAULT_FORMATS = "seed-000"
+
+
 @functools.cache
-def record_schemas() -> dict[int, dict[str, Any]]:
-    """Return the metadata record definitions keyed by apiKey.
+def record_schemas(formats: str = DEFAULT_FORMATS) -> dict[int, dict[str, Any]]:
+    """Return the metadata record definitions of ``formats`` keyed by apiKey.
 
     The returned dicts are cached and shared: do not mutate them.
-    Raises ValueError if two records declare the same apiKey.
+    Raises ValueError if two records of one folder declare the same apiKey, and KeyError for
+    formats the specification does not define.
     """
+    if formats not in FORMATS:
+        raise KeyError(f"unknown record formats {formats!r}; expected one of {', '.join(FORMATS)}")
     records: dict[int, dict[str, Any]] = {}
-    for record in _load_dir("records"):
-        key = record["apiKey"]
-        if key in records:
-            raise ValueError(f"apiKey {key} used by both {records[key]['name']} and {record['name']}")
-        records[key] = record
-    return records
+    for folder in reversed(FORMATS[formats]):  # the first folder overrides the later ones
+        mine: dict[int, dict[str, Any]] = {}
+        for record in _load_dir(folder):
+            key = record["apiKey"]
+            if key in mine:
+                raise ValueError(f"apiKey {key} used by both {mine[key]['name']} and {record['name']}")
+            mine[key] = record
+        records.update(mine)
+    return dict(sorted(records.items()))
+
+
+@functools.cache
+def record_schema(name: str, formats: str = DEFAULT_FORMATS) -> dict[str, Any]:
+    """The definition of the record type ``name`` in ``formats``; KeyError if it has none."""
+    for record in record_schemas(formats).values():
+        if record["name"] == name:
+            return record
+    raise KeyError(f"no record named {name!r} in the {formats} record formats")
 
 
 @functools.cache

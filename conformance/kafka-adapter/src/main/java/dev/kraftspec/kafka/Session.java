@@ -85,6 +85,8 @@ final class Session implements AutoCloseable {
     private final Map<String, String> kafkaToTraceId = new HashMap<>();
     private final Map<String, String> traceToKafkaId = new HashMap<>();
     private final Map<String, String> createdNameToTraceId = new HashMap<>();
+    /** Topic names by the trace's topic id, from the TopicRecords seen: the order of B25's normalization. */
+    private final Map<String, String> topicNames = new HashMap<>();
     private final int[] formatRange;
     /** DEC-2: in the kip-631 profile a heartbeat's offset is one more than Kafka's. */
     private final long heartbeatOffsetShift;
@@ -188,6 +190,7 @@ final class Session implements AutoCloseable {
         ArrayNode records = Neutral.JSON.arrayNode();
         for (Batch<ApiMessageAndVersion> batch : raft.drainAppended()) {
             long offset = batch.baseOffset();
+            List<ObjectNode> inBatch = new ArrayList<>();
             for (ApiMessageAndVersion amv : batch.records()) {
                 ObjectNode record = neutral.record(offset++, amv);
                 learnTopicId(record);
@@ -197,6 +200,9 @@ final class Session implements AutoCloseable {
                     return toTraceId(id);
                 });
                 record.put("frame", traceIdsInFrame(record.get("frame").asText(), kafkaIds));
+                inBatch.add(record);
+            }
+            for (ObjectNode record : topicsInNameOrder(inBatch, batch.baseOffset())) {
                 records.add(record);
             }
         }
@@ -584,6 +590,37 @@ final class Session implements AutoCloseable {
         return version == 0 || (api.equals("BrokerHeartbeat") && version == 1);
     }
 
+    /**
+     * A batch's records with each run of PartitionChangeRecords reordered topic by topic, in the
+     * order of the topics' names, each topic's records kept in Kafka's order, and the offsets given
+     * again from {@code baseOffset}. Kafka walks a broker's partitions topic by topic in the order of
+     * its topic ids, which it draws at random, so that order changes from one run to the next; the
+     * order within a topic is Kafka's own and stays (spec/kafka.md, B25).
+     */
+    private List<ObjectNode> topicsInNameOrder(List<ObjectNode> batch, long baseOffset) {
+        List<ObjectNode> out = new ArrayList<>(batch.size());
+        int i = 0;
+        while (i < batch.size()) {
+            if (!batch.get(i).get("type").asText().equals("PartitionChangeRecord")) {
+                out.add(batch.get(i++));
+                continue;
+            }
+            int end = i;
+            while (end < batch.size() && batch.get(end).get("type").asText().equals("PartitionChangeRecord")) {
+                end++;
+            }
+            List<ObjectNode> run = new ArrayList<>(batch.subList(i, end));
+            run.sort(Comparator.comparing(r -> topicNames.getOrDefault(r.get("data").get("TopicId").asText(), "")));
+            out.addAll(run);  // a stable sort: each topic's records stay in Kafka's order
+            i = end;
+        }
+        long offset = baseOffset;
+        for (ObjectNode record : out) {
+            record.put("offset", offset++);
+        }
+        return out;
+    }
+
     private void learnTopicId(ObjectNode record) {
         if (record.get("type").asText().equals("TopicRecord")) {
             JsonNode data = record.get("data");
@@ -592,6 +629,7 @@ final class Session implements AutoCloseable {
                 kafkaToTraceId.put(data.get("TopicId").asText(), traceId);
                 traceToKafkaId.put(traceId, data.get("TopicId").asText());
             }
+            topicNames.put(toTraceId(data.get("TopicId").asText()), data.get("Name").asText());
         }
     }
 
