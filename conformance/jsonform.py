@@ -13,6 +13,7 @@ classes back from that form. Conformance compares implementations in this form, 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -40,6 +41,7 @@ def schema_of(name: str) -> dict[str, Any]:
     raise KeyError(f"no schema named {name!r}")
 
 
+@functools.cache
 def qualified(name: str, formats: str) -> str:
     """The name :func:`schema_of` knows the record type ``name`` of ``formats`` by: the bare name
     where the formats share seed 000's definition, ``FORMATS:Name`` where they have their own."""

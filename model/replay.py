@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+from uuid import UUID
 
 
 from . import kafka_records as kafka
@@ -51,20 +52,16 @@ def _unchanged(image: MetadataImage) -> MetadataImage:
 
 def replay_register_broker(image: MetadataImage, record: RegisterBrokerRecord) -> MetadataImage:
     cite("REG-8")  # replaces any registration of the id; new registrations start fenced
-    registration = BrokerRegistration(
-        broker_id=record.broker_id,
-        incarnation_id=record.incarnation_id,
-        epoch=record.broker_epoch,
-        end_points=record.end_points,
-        features=record.features,
-        rack=record.rack,
-        fenced=True,
-    )
-    return replace(image, brokers={**image.brokers, record.broker_id: registration})
+    return _registered(image, record, fenced=True)
 
 
 def replay_kafka_register_broker(image: MetadataImage, record: kafka.RegisterBrokerRecord) -> MetadataImage:
     cite("REG-8")  # DEC-22, kafka profile: the record says whether the registration is fenced
+    return _registered(image, record, record.fenced, record.in_controlled_shutdown)
+
+
+def _registered(image: MetadataImage, record: Any, fenced: bool, in_controlled_shutdown: bool = False) -> MetadataImage:
+    """The image with ``record``'s registration in place of any of its id (either formats' record)."""
     registration = BrokerRegistration(
         broker_id=record.broker_id,
         incarnation_id=record.incarnation_id,
@@ -72,8 +69,8 @@ def replay_kafka_register_broker(image: MetadataImage, record: kafka.RegisterBro
         end_points=record.end_points,
         features=record.features,
         rack=record.rack,
-        fenced=record.fenced,
-        in_controlled_shutdown=record.in_controlled_shutdown,
+        fenced=fenced,
+        in_controlled_shutdown=in_controlled_shutdown,
     )
     return replace(image, brokers={**image.brokers, record.broker_id: registration})
 
@@ -117,17 +114,18 @@ def replay_unfence_broker(image: MetadataImage, record: UnfenceBrokerRecord) -> 
 
 
 def replay_topic(image: MetadataImage, record: TopicRecord) -> MetadataImage:
-    if record.topic_id in image.topics or image.topic_named(record.topic_name) is not None:
-        return _unchanged(image)
-    cite("TOPIC-6")
-    return replace(image, topics={**image.topics, record.topic_id: Topic(record.topic_name, record.topic_id)})
+    return _topic_added(image, record.topic_name, record.topic_id)
 
 
 def replay_kafka_topic(image: MetadataImage, record: kafka.TopicRecord) -> MetadataImage:
-    if record.topic_id in image.topics or image.topic_named(record.name) is not None:
+    return _topic_added(image, record.name, record.topic_id)  # DEC-22: Kafka's TopicRecord calls it Name
+
+
+def _topic_added(image: MetadataImage, name: str, topic_id: UUID) -> MetadataImage:
+    if topic_id in image.topics or image.topic_named(name) is not None:
         return _unchanged(image)
     cite("TOPIC-6")
-    return replace(image, topics={**image.topics, record.topic_id: Topic(record.name, record.topic_id)})
+    return replace(image, topics={**image.topics, topic_id: Topic(name, topic_id)})
 
 
 def replay_partition(image: MetadataImage, record: PartitionRecord) -> MetadataImage:
