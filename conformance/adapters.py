@@ -50,9 +50,10 @@ class AdapterFailure(Exception):
     """The system under test failed to answer (crashed, hung, answered garbage); the message says how."""
 
 
-def response_version(api: str, version: int) -> int:
-    """RPC-2: a reply is in the request's version, or in version 0 when that version is refused."""
-    low, _, high = schema_of(f"{api}Request")["validVersions"].partition("-")
+def response_version(api: str, version: int, formats: str = "seed-000") -> int:
+    """RPC-2: a reply is in the request's version, or in version 0 when that version is refused
+    (the versions of the message formats ``formats``, DEC-9)."""
+    low, _, high = schema_of(qualified(f"{api}Request", formats))["validVersions"].partition("-")
     return version if int(low) <= version <= int(high or low) else 0
 
 
@@ -99,22 +100,22 @@ def impl_config(config: dict[str, Any]) -> ControllerConfig:
 
 
 def make_model(path: str, kwargs: dict[str, Any]):
-    formats, _, path = path.rpartition(":")  # a record type of a profile's own formats (jsonform.qualified)
+    formats, _, path = path.rpartition(":")  # a type of a profile's own formats (jsonform.qualified)
+    top = path.split(".")[0]
+    if top in model_messages.__dict__:  # a message: one class for every message formats (DEC-9)
+        return (model_messages.SCHEMA_STRUCTS[path] if "." in path else getattr(model_messages, path))(**kwargs)
     say = MODEL_FORMATS[formats or "seed-000"]
     if "." in path:
-        top = path.split(".")[0]
-        if top in model_messages.__dict__:
-            return model_messages.SCHEMA_STRUCTS[path](**kwargs)
         return say.structs[path.split(".")[-1]](**kwargs)
-    cls = getattr(model_messages, path, None) or next(c for c in say.types.values() if c.__name__ == path)
-    return cls(**kwargs)
+    return next(c for c in say.types.values() if c.__name__ == path)(**kwargs)
 
 
-def model_event(event: dict[str, Any]):
-    """The model's event for a neutral event."""
+def model_event(event: dict[str, Any], formats: str = "seed-000"):
+    """The model's event for a neutral event, its request in the message formats ``formats`` (a
+    profile's ``rpc_formats``, DEC-9)."""
     kind = event["kind"]
     if kind == "request":
-        name = f"{event['api']}Request"
+        name = qualified(f"{event['api']}Request", formats)
         request = fast_from_json(event["body"], name, make_model, event["version"])
         if event["api"] == "BrokerHeartbeat":
             from attrs import evolve
@@ -130,11 +131,12 @@ def model_event(event: dict[str, Any]):
     return TakeSnapshot()
 
 
-def event_json(event) -> dict[str, Any]:
-    """The neutral form of a model event."""
+def event_json(event, formats: str = "seed-000") -> dict[str, Any]:
+    """The neutral form of a model event, its request in the message formats ``formats`` (DEC-9)."""
     if isinstance(event, model_messages.REQUEST_TYPES):
         version = event.version if isinstance(event, model_messages.BrokerHeartbeatRequest) else 0
-        return {"kind": "request", "api": api_of(type(event)), "version": version, "body": fast_to_json(event, version)}
+        name = qualified(type(event).__name__, formats)
+        return {"kind": "request", "api": api_of(type(event)), "version": version, "body": fast_to_json(event, version, name)}
     if isinstance(event, Tick):
         return {"kind": "tick", "now_ms": event.now_ms}
     if isinstance(event, Commit):
@@ -166,7 +168,7 @@ class ModelAdapter:
         return outputs_of(result), result
 
     def step(self, event: dict[str, Any]) -> dict[str, Any]:
-        return self.run(model_event(event))[0]
+        return self.run(model_event(event, self.state.config.params.rpc_formats))[0]
 
     def committed(self) -> list[dict[str, Any]]:
         return committed_of(self.state)
@@ -193,11 +195,12 @@ def outputs_of(result) -> dict[str, Any]:
         for offset, record in batch.with_offsets()
     ]
     replies = []
+    rpc_formats = result.state.config.params.rpc_formats  # DEC-9
     for reply in result.replies:
         api = api_of(type(reply.request))
-        version = response_version(api, getattr(reply.request, "version", 0))
+        version = response_version(api, getattr(reply.request, "version", 0), rpc_formats)
         replies.append({"seq": reply.seq, "api": api, "version": version,
-                        "body": fast_to_json(reply.response, version, f"{api}Response")})
+                        "body": fast_to_json(reply.response, version, qualified(f"{api}Response", rpc_formats))})
     return {"seq": result.seq, "records": records, "replies": replies}
 
 
@@ -210,7 +213,7 @@ def impl_class(path: str) -> type:
     of a profile's own formats named ``FORMATS:Name`` (jsonform.qualified)."""
     formats, _, path = path.rpartition(":")
     top, *nested = path.split(".")
-    cls = impl_messages.MESSAGE_CLASSES.get(top)
+    cls = impl_messages.MESSAGE_CLASSES.get(top)  # one class for every message formats (DEC-9)
     if cls is None:
         classes = impl_messages.RECORD_CLASSES_OF[formats or "seed-000"]
         cls = next(c for c in classes.values() if c.__name__ == top)
@@ -243,7 +246,7 @@ class ImplAdapter:
         controller = self.controller
         kind = event["kind"]
         if kind == "request":
-            name = f"{event['api']}Request"
+            name = qualified(f"{event['api']}Request", controller.config.params.rpc_formats)
             return controller.handle_request(fast_from_json(event["body"], name, make_impl, event["version"]), event["version"])
         if kind == "tick":
             return controller.tick(event["now_ms"])
@@ -263,8 +266,10 @@ class ImplAdapter:
             for base, batch in outcome.batches
             for i, record in enumerate(batch)
         ]
+        rpc_formats = self.controller.config.params.rpc_formats  # DEC-9
         replies = [
-            {"seq": r.seq, "api": api_of(type(r.request)), "version": r.version, "body": fast_to_json(r.response, r.version)}
+            {"seq": r.seq, "api": api_of(type(r.request)), "version": r.version,
+             "body": fast_to_json(r.response, r.version, qualified(type(r.response).__name__, rpc_formats))}
             for r in outcome.replies
         ]
         return {"seq": outcome.seq, "records": records, "replies": replies}
@@ -284,8 +289,8 @@ class ImplAdapter:
         replays the generic way to report the difference."""
         if type(self).step is not ImplAdapter.step:
             return NotImplemented  # a subclass that changes step() must be replayed through it
-        formats = profile(trace.header.config.get("profile", DEFAULT_PROFILE)).record_formats
-        compiled = [_compile_step(step, level, formats) for step in trace.steps]
+        params = profile(trace.header.config.get("profile", DEFAULT_PROFILE))
+        compiled = [_compile_step(step, level, params.record_formats, params.rpc_formats) for step in trace.steps]
         self.start(trace.header.config)
         controller = self.controller
         handle_request, tick, commit = controller.handle_request, controller.tick, controller.commit
@@ -324,18 +329,18 @@ class ImplAdapter:
         return None
 
 
-def _compile_step(step, level: str, formats: str = "seed-000"):
+def _compile_step(step, level: str, formats: str = "seed-000", rpc_formats: str = "seed-000"):
     """A step as impl objects: (kind, payload, version, seq, replies, records, frames, committed),
-    its records of the record formats ``formats`` (DEC-22)."""
+    its records of the record formats ``formats`` (DEC-22), its messages of ``rpc_formats`` (DEC-9)."""
     event = step.event
     kind = event["kind"]
     version = 0
     if kind == "request":
         version = event["version"]
-        payload = fast_from_json(event["body"], f"{event['api']}Request", make_impl, version)
+        payload = fast_from_json(event["body"], qualified(f"{event['api']}Request", rpc_formats), make_impl, version)
     else:
         payload = event.get("now_ms", event.get("offset"))
-    replies = [(r["seq"], r["version"], fast_from_json(r["body"], f"{r['api']}Response", make_impl, r["version"]))
+    replies = [(r["seq"], r["version"], fast_from_json(r["body"], qualified(f"{r['api']}Response", rpc_formats), make_impl, r["version"]))
                for r in step.replies]
     records = frames = None
     if level == "records":

@@ -76,7 +76,7 @@ def record_results(config: Config, results: Iterable, generator: dict[str, Any],
                 previous = current
         last_offset = result.state.committed_offset
         outputs = outputs_of(result)
-        steps.append(Step(n, event_json(event), outputs["seq"], tuple(outputs["records"]), tuple(outputs["replies"]),
+        steps.append(Step(n, event_json(event, config.params.rpc_formats), outputs["seq"], tuple(outputs["records"]), tuple(outputs["replies"]),
                           committed, result.rules, result.rejected_by))
     return Trace(Header(config_json(config), generator, seed, description), tuple(steps))
 

@@ -21,18 +21,19 @@ from enum import Enum
 from typing import Any
 from uuid import UUID
 
-from kraftspec.spec.schemas import FORMATS, INT_RANGES, default_value, record_schema, record_schemas, rpc_schemas
+from kraftspec.spec.schemas import FORMATS, INT_RANGES, RPC_FORMATS, default_value, record_schema, record_schemas, rpc_schema, rpc_schemas
 
 _MISSING = object()
 SEED_FORMATS = "seed-000"
 
 
 def schema_of(name: str) -> dict[str, Any]:
-    """The schema of a message or record. A record type of a profile's own formats that seed 000
-    defines differently (DEC-22) is named ``FORMATS:Name``, as :func:`qualified` gives it."""
+    """The schema of a message or record. A record type or message of a profile's own formats that
+    seed 000 defines differently (DEC-22, DEC-9) is named ``FORMATS:Name``, as :func:`qualified`
+    gives it."""
     formats, _, bare = name.rpartition(":")
     if formats:
-        return record_schema(bare, formats)
+        return rpc_schema(bare, formats) if bare in rpc_schemas() else record_schema(bare, formats)
     if name in rpc_schemas():
         return rpc_schemas()[name]
     for schema in record_schemas().values():
@@ -43,9 +44,16 @@ def schema_of(name: str) -> dict[str, Any]:
 
 @functools.cache
 def qualified(name: str, formats: str) -> str:
-    """The name :func:`schema_of` knows the record type ``name`` of ``formats`` by: the bare name
+    """The name :func:`schema_of` knows the record type or message ``name`` of ``formats`` (a
+    profile's ``record_formats`` for a record, its ``rpc_formats`` for a message) by: the bare name
     where the formats share seed 000's definition, ``FORMATS:Name`` where they have their own."""
-    if formats == SEED_FORMATS or formats not in FORMATS:
+    if formats == SEED_FORMATS:
+        return name
+    if name in rpc_schemas():
+        if formats not in RPC_FORMATS:
+            return name
+        return name if rpc_schema(name, formats) is rpc_schemas()[name] else f"{formats}:{name}"
+    if formats not in FORMATS:
         return name
     try:
         own = record_schema(name, formats)

@@ -15,7 +15,7 @@ from kraftspec.model.log import snapshot_records
 from kraftspec.model.messages import REQUEST_TYPES, BrokerHeartbeatRequest
 
 from .adapters import make_impl
-from .jsonform import from_json, schema_of, to_json
+from .jsonform import from_json, qualified, schema_of, to_json
 
 
 def _written_at(record) -> int:
@@ -68,8 +68,10 @@ class Lockstep:
         impl_batches = records_json(outcome.batches)
         if model_batches != impl_batches:
             differences.append(f"records: model {model_batches}, impl {impl_batches}")
-        model_replies = [(r.seq, to_json(r.response, response_version(r.request), type(r.response).__name__)) for r in result.replies]
-        impl_replies = [(r.seq, to_json(r.response, r.version)) for r in outcome.replies]
+        fmt = self.config.params.rpc_formats  # DEC-9: the replies as the profile's messages carry them
+        model_replies = [(r.seq, to_json(r.response, response_version(r.request), qualified(type(r.response).__name__, fmt)))
+                         for r in result.replies]
+        impl_replies = [(r.seq, to_json(r.response, r.version, qualified(type(r.response).__name__, fmt))) for r in outcome.replies]
         if model_replies != impl_replies:
             differences.append(f"replies: model {model_replies}, impl {impl_replies}")
         if self.model_committed() != self.impl_committed():
@@ -78,7 +80,7 @@ class Lockstep:
 
     def _impl_handle(self, event):
         if isinstance(event, REQUEST_TYPES):
-            name = type(event).__name__
+            name = qualified(type(event).__name__, self.config.params.rpc_formats)
             request = from_json(to_json(event, request_version(event), name), name, make_impl)
             return self.impl.handle_request(request, request_version(event))
         if isinstance(event, Tick):

@@ -174,7 +174,7 @@ class Shrinker:
         self.budget = budget
         self.spent = 0
         self.tried: dict[tuple[str, ...], Trace | None] = {}  # each candidate: its recording if it failed the same way
-        self.events = [model_event(s.event) for s in trace.steps]
+        self.events = [model_event(s.event, self.config.params.rpc_formats) for s in trace.steps]
         self.best = trace
 
     def attempt(self, events: list) -> bool:
@@ -289,11 +289,12 @@ def _simpler(event, state) -> Iterator:
         if event.offset > state.log_end_offset:
             yield Commit(state.log_end_offset)
     else:
-        neutral = event_json(event)
+        formats = state.config.params.rpc_formats  # DEC-9
+        neutral = event_json(event, formats)
         if neutral["kind"] == "request":
             for body in _smaller_bodies(neutral["body"]):
                 try:
-                    yield model_event({**neutral, "body": body})
+                    yield model_event({**neutral, "body": body}, formats)
                 except Exception:  # a smaller body the model's classes refuse: not a candidate
                     continue
 

@@ -238,7 +238,7 @@ def released(trace: Trace) -> list:
     """The trace's events, and a commit of everything at the end if some reply still waits for
     one, so that the trace also shows the responses to the requests that fired its rule."""
     config = model_config(trace.header.config)
-    events = [model_event(s.event) for s in trace.steps]
+    events = [model_event(s.event, config.params.rpc_formats) for s in trace.steps]
     state = initial_state(config)
     for event in events:
         state = step(state, event).state
@@ -266,7 +266,7 @@ def rerecorded(trace: Trace) -> Trace:
     state = initial_state(config)
     events = []
     for s in trace.steps:
-        event = model_event(s.event)
+        event = model_event(s.event, config.params.rpc_formats)
         if isinstance(event, Commit) and event.offset > state.log_end_offset:
             event = Commit(state.log_end_offset)
         state = step(state, event).state

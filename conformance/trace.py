@@ -369,7 +369,9 @@ class _Run:
         self.log_end = len(header.config["finalized_features"])  # LOG-14: the bootstrap batch
         self.log_end_exact = True
         self.committed_at_most = self.log_end
-        self.formats = profile(profile_of(header.config)).record_formats  # DEC-22: the records' definitions
+        params = profile(profile_of(header.config))
+        self.formats = params.record_formats  # DEC-22: the records' definitions
+        self.rpc_formats = params.rpc_formats  # DEC-9: the messages' definitions
 
 
 def _check_event(event: Any, check: _Checker, run: _Run) -> dict:
@@ -382,7 +384,7 @@ def _check_event(event: Any, check: _Checker, run: _Run) -> dict:
         if api not in REQUEST_APIS:
             check.fail("event.api", f"unknown request {api!r}; expected one of {', '.join(REQUEST_APIS)}")
         version = check.integer(event, "version", "event", "int16", low=0)
-        check.form(event["body"], f"{api}Request", version, "event.body")
+        check.form(event["body"], qualified(f"{api}Request", run.rpc_formats), version, "event.body")
     elif kind == "tick":
         now_ms = check.integer(event, "now_ms", "event", low=0)
         if now_ms < run.now_ms:
@@ -441,8 +443,9 @@ def _check_replies(replies: list, check: _Checker, run: _Run) -> None:
             check.fail(f"{where}.seq", f"no request numbered {seq} is waiting for its reply")
         if api != run.waiting[seq][0]:
             check.fail(f"{where}.api", f"request {seq} is a {run.waiting[seq][0]} request, the reply says {describe(api)}")
-        version = _version(reply, f"{api}Response", where, check)
-        check.form(reply["body"], f"{api}Response", version, f"{where}.body")
+        name = qualified(f"{api}Response", run.rpc_formats)
+        version = _version(reply, name, where, check)
+        check.form(reply["body"], name, version, f"{where}.body")
         del run.waiting[seq]
 
 

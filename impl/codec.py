@@ -48,7 +48,7 @@ from uuid import UUID
 
 from kraftspec.spec.profiles import Profile, profile_names
 from kraftspec.spec.profiles import profile as profile_named
-from kraftspec.spec.schemas import record_schemas, rpc_schemas
+from kraftspec.spec.schemas import RPC_FORMATS, record_schemas, rpc_schemas
 
 from .codegen import CodecWriter, element_field, is_nullable, present_fields
 from .messages import MESSAGE_CLASSES, RECORD_CLASSES, RECORD_CLASSES_OF, Struct, snake_case
@@ -62,6 +62,8 @@ from .wire import UUID_CACHE_SIZE as UUID_CACHE_SIZE
 from .wire import interned_uuids as interned_uuids
 
 DEFAULT_FORMATS = profile_named().record_formats  # DEC-22: the default profile's
+DEFAULT_RPC_FORMATS = profile_named().rpc_formats  # DEC-9: the default profile's
+SEED_RPC_FORMATS = "seed-000"  # seed 000's messages, which the other formats build on
 
 __all__ = [
     "FRAME_TYPE",
@@ -161,8 +163,10 @@ _SOURCES: dict[str, str] = {}
 that defines it differently is named ``formats:Name``, as in traces)."""
 _RECORD_CODECS: dict[tuple[type, int], tuple[dict[int, Callable[[Any], bytes]], dict[int, Callable[..., Any]]]] = {}
 """(record class, frame type) -> its encoders and decoders by version."""
-_MESSAGE_ENCODERS: dict[type, dict[int, Callable[[Any], bytes]]] = {}
-_MESSAGE_DECODERS: dict[str, dict[int, Callable[..., Any]]] = {}
+_MESSAGE_ENCODERS: dict[tuple[str, type], dict[int, Callable[[Any], bytes]]] = {}
+"""(message formats, message class) -> its encoders by version (DEC-9)."""
+_MESSAGE_DECODERS: dict[tuple[str, str], dict[int, Callable[..., Any]]] = {}
+"""(message formats, message name) -> its decoders by version (DEC-9)."""
 
 
 def source_name(cls: type[Struct]) -> str:
@@ -284,11 +288,16 @@ def build_codecs() -> None:
     """Every profile's record codec (profiles.toml) and every message's."""
     for name in profile_names():
         profile_codec(profile_named(name))
-    for name, schema in sorted(rpc_schemas().items()):
-        cls = MESSAGE_CLASSES[name]
-        encoders, decoders, _SOURCES[name] = CodecWriter(name, cls, schema, None).write()
-        _MESSAGE_ENCODERS[cls] = encoders
-        _MESSAGE_DECODERS[name] = decoders
+    for formats in RPC_FORMATS:  # DEC-9: seed 000's messages, and Kafka's forms of three of them
+        for name, schema in sorted(rpc_schemas(formats).items()):
+            if formats != SEED_RPC_FORMATS and schema is rpc_schemas(SEED_RPC_FORMATS)[name]:  # seed 000's definition
+                _MESSAGE_ENCODERS[(formats, MESSAGE_CLASSES[name])] = _MESSAGE_ENCODERS[(SEED_RPC_FORMATS, MESSAGE_CLASSES[name])]
+                _MESSAGE_DECODERS[(formats, name)] = _MESSAGE_DECODERS[(SEED_RPC_FORMATS, name)]
+                continue
+            label = name if formats == SEED_RPC_FORMATS else f"{formats}:{name}"
+            encoders, decoders, _SOURCES[label] = CodecWriter(name, MESSAGE_CLASSES[name], schema, None, label=label).write()
+            _MESSAGE_ENCODERS[(formats, MESSAGE_CLASSES[name])] = encoders
+            _MESSAGE_DECODERS[(formats, name)] = decoders
 
 
 _ENCODER_FAILURES = (struct.error, TypeError, AttributeError, ValueError, OverflowError, LookupError)
@@ -335,10 +344,13 @@ def decode_record(data: Buffer, pos: int = 0, end: int | None = None, params: Pr
     return codec.decode(data, pos, end)
 
 
-def encode_message(message: Any, version: int) -> bytes:
-    """RPC-1: the body of a request or response (no request header), at ``version``."""
-    encoders = _MESSAGE_ENCODERS.get(type(message))
+def encode_message(message: Any, version: int, formats: str = DEFAULT_RPC_FORMATS) -> bytes:
+    """RPC-1: the body of a request or response (no request header), at ``version``, as the
+    message formats ``formats`` define it (DEC-9; default seed 000's)."""
+    encoders = _MESSAGE_ENCODERS.get((formats, type(message)))
     if encoders is None:
+        if formats not in RPC_FORMATS:
+            raise EncodeError(type(message).__qualname__, f"unknown message formats {formats!r}")
         raise EncodeError(type(message).__qualname__, "is not one of impl's message classes (MESSAGE_CLASSES)")
     encode = encoders.get(version)
     if encode is None:
@@ -346,16 +358,18 @@ def encode_message(message: Any, version: int) -> bytes:
     try:
         return encode(message)
     except _ENCODER_FAILURES as failure:
-        raise encode_failure(message, rpc_schemas()[type(message).__name__], version, failure) from failure
+        raise encode_failure(message, rpc_schemas(formats)[type(message).__name__], version, failure) from failure
 
 
-def decode_message(name: str, version: int, data: Buffer, pos: int = 0, end: int | None = None) -> Any:
-    """RPC-1: the request or response ``name`` at ``version`` whose body is ``data[pos:end]``;
-    it must end exactly at ``end``. CodecError names the byte and the problem (offset ``pos``
-    for a name or version that does not exist)."""
-    decoders = _MESSAGE_DECODERS.get(name)
+def decode_message(
+    name: str, version: int, data: Buffer, pos: int = 0, end: int | None = None, formats: str = DEFAULT_RPC_FORMATS
+) -> Any:
+    """RPC-1: the request or response ``name`` at ``version`` whose body is ``data[pos:end]``, as
+    the message formats ``formats`` define it (DEC-9); it must end exactly at ``end``. CodecError
+    names the byte and the problem (offset ``pos`` for a name or version that does not exist)."""
+    decoders = _MESSAGE_DECODERS.get((formats, name))
     if decoders is None:
-        raise CodecError(pos, f"unknown message {name!r}")
+        raise CodecError(pos, f"unknown message {name!r}" if formats in RPC_FORMATS else f"unknown message formats {formats!r}")
     decode = decoders.get(version)
     if decode is None:
         raise CodecError(pos, f"{name} has no version {version}")

@@ -7,9 +7,13 @@ status answered. The leases themselves are soft state, kept apart (leases.py).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kraftspec.spec.schemas import rpc_schema
+
+from .codegen import in_versions
 from .errors import Error
 from .messages import BrokerHeartbeatResponse
 from .errors import Refused
@@ -72,8 +76,20 @@ def _status(controller: Controller, registration, lease, version: int, should_sh
         is_caught_up=has_applied(controller, lease.metadata_offset, registration.epoch),  # LEASE-9
         is_fenced=registration.fenced,
         should_shut_down=should_shut_down,
-        lowest_acknowledged_offset=controller.leases.lowest_acknowledged_offset(controller.committed_offset) if version >= 1 else -1,
+        lowest_acknowledged_offset=(
+            controller.leases.lowest_acknowledged_offset(controller.committed_offset)
+            if reports_lowest_acknowledged_offset(controller.config.params.rpc_formats, version)
+            else -1
+        ),
     )
+
+
+@functools.cache
+def reports_lowest_acknowledged_offset(formats: str, version: int) -> bool:
+    """LAO-1, DEC-9: whether the heartbeat response of the message formats ``formats`` has
+    LowestAcknowledgedOffset at ``version`` (seed 004's version 1 has; version 0 and Kafka's have not)."""
+    fields = rpc_schema("BrokerHeartbeatResponse", formats)["fields"]
+    return any(f["name"] == "LowestAcknowledgedOffset" and in_versions(f["versions"], version) for f in fields)
 
 
 def controlled_shutdown(controller: Controller, broker_id: int) -> bool:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from uuid import UUID
 
 from kraftspec.spec.schemas import FORMATS as SCHEMA_FORMATS
+from kraftspec.spec.schemas import RPC_FORMATS
 from kraftspec.spec.schemas import default_value, record_schemas, rpc_schemas
 
 ZERO_UUID = UUID(int=0)
@@ -57,7 +58,7 @@ class Struct(metaclass=_StructMeta):
     __slots__ = ()
     FIELDS: ClassVar[tuple[str, ...]] = ()
     SCHEMA_FIELDS: ClassVar[tuple[dict[str, Any], ...]] = ()
-    API_KEY: ClassVar[int]  # records and messages, not the structs inside them
+    API_KEY: ClassVar[int]  # records (a message's api key is its profile's, DEC-9: spec/schemas rpc_schema)
     VALID_VERSIONS: ClassVar[str]
     FORMATS: ClassVar[str]  # records: the record formats whose definition the class follows (DEC-22)
     record_version: ClassVar[Any]  # records: the version one is written at (an int, or a property of the record)
@@ -130,8 +131,13 @@ def _build() -> tuple[dict[str, dict[int, type[Struct]]], dict[str, type[Struct]
             }
     messages = {}
     for name, schema in sorted(rpc_schemas().items()):
-        cls = make_class(name, schema["fields"])
-        cls.API_KEY = schema["apiKey"]
+        # DEC-9: one class per message holds the fields of every message formats (Kafka's
+        # UnregisterBrokerResponse adds ErrorMessage); each formats' codec and JSON form write its own
+        fields = list(schema["fields"])
+        for formats in RPC_FORMATS:
+            known = {f["name"] for f in fields}
+            fields += [f for f in rpc_schemas(formats)[name]["fields"] if f["name"] not in known]
+        cls = make_class(name, fields)
         cls.VALID_VERSIONS = schema["validVersions"]
         messages[name] = cls
     return records, messages

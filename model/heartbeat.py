@@ -9,7 +9,7 @@ from kraftspec.spec.profiles import Profile
 
 from .decision import Decision
 from .errors import Error
-from .messages import BrokerHeartbeatRequest, BrokerHeartbeatResponse, error_response
+from .messages import BrokerHeartbeatRequest, BrokerHeartbeatResponse, carries, error_response
 from .partitions import enter_controlled_shutdown, fence_broker, unfence_broker
 from .records import Record
 from .replay import replay_all
@@ -51,7 +51,9 @@ def _status(
 ) -> BrokerHeartbeatResponse:
     """The successful response, describing ``image`` and ``leases`` after the heartbeat."""
     registration = image.brokers[request.broker_id]
-    lao = lowest_acknowledged_offset(image, leases, state.committed_offset) if request.version >= 1 else None
+    lao = None  # DEC-9: only seed 004's version 1 response has the field; Kafka's has none
+    if reports_lowest_acknowledged_offset(state.config.params, request.version):
+        lao = lowest_acknowledged_offset(image, leases, state.committed_offset)
     return BrokerHeartbeatResponse(
         Error.NONE,
         is_caught_up=is_caught_up(leases[request.broker_id], registration.epoch, state.config),
@@ -65,16 +67,17 @@ def handle_broker_heartbeat(state: ControllerState, request: BrokerHeartbeatRequ
     cite("LEASE-2")
     if request.version not in SUPPORTED_HEARTBEAT_VERSIONS:
         reject("RPC-2")
-        return Decision(response=error_response(evolve(request, version=0), Error.UNSUPPORTED_VERSION), refused_by="RPC-2")
+        response = error_response(evolve(request, version=0), Error.UNSUPPORTED_VERSION, state.config.params.rpc_formats)
+        return Decision(response=response, refused_by="RPC-2")
     sessions = record_session(state, request)
     registration = state.image.brokers.get(request.broker_id)
     if registration is None:
-        return _refuse("LEASE-3", request, Error.STALE_BROKER_EPOCH, sessions)  # DEC-15: Kafka's code (the seeds name none)
+        return _refuse("LEASE-3", state, request, Error.STALE_BROKER_EPOCH, sessions)  # DEC-15: Kafka's code (the seeds name none)
     if request.broker_epoch != registration.epoch:
-        return _refuse("LEASE-4", request, Error.STALE_BROKER_EPOCH, sessions)  # not contact: renews no lease
+        return _refuse("LEASE-4", state, request, Error.STALE_BROKER_EPOCH, sessions)  # not contact: renews no lease
     if request.current_metadata_offset < 0 and state.config.params.heartbeat_offset == "next-offset":
         # DEC-2: a broker that applied nothing sends 0 (the kafka profile takes any value)
-        return _refuse("LEASE-5", request, Error.INVALID_REQUEST, sessions)
+        return _refuse("LEASE-5", state, request, Error.INVALID_REQUEST, sessions)
     lease = state.leases[request.broker_id]
     if request.current_metadata_offset < lease.metadata_offset:
         cite("LEASE-6")  # DEC-13: recorded as sent, like any other
@@ -100,14 +103,23 @@ def record_session(state: ControllerState, request: BrokerHeartbeatRequest) -> S
     return state.sessions.touched(request.broker_id, request.broker_epoch, state.now_ms)
 
 
-def _refuse(rule: str, request: BrokerHeartbeatRequest, error: Error, sessions: SessionTable | None) -> Decision:
+def _refuse(
+    rule: str, state: ControllerState, request: BrokerHeartbeatRequest, error: Error, sessions: SessionTable | None
+) -> Decision:
     """A refused heartbeat: nothing changes but Kafka's session table (DEC-25, kafka profile); the
-    response has the schema's defaults (LEASE-2), so a version 1 response says
+    response has the schema's defaults (LEASE-2), so a version 1 response of seed 004's says
     LowestAcknowledgedOffset = -1 (LAO-2)."""
     reject(rule)
-    if request.version >= 1:
+    formats = state.config.params.rpc_formats
+    if reports_lowest_acknowledged_offset(state.config.params, request.version):
         cite("LAO-2")
-    return Decision(response=error_response(request, error), refused_by=rule, sessions=sessions)
+    return Decision(response=error_response(request, error, formats), refused_by=rule, sessions=sessions)
+
+
+def reports_lowest_acknowledged_offset(params: Profile, version: int) -> bool:
+    """LAO-1, DEC-9: whether a heartbeat response at ``version`` carries LowestAcknowledgedOffset
+    in the profile's message formats: seed 004's version 1 does, version 0 and Kafka's do not."""
+    return carries("BrokerHeartbeatResponse", "LowestAcknowledgedOffset", version, params.rpc_formats)
 
 
 def _transition(

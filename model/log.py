@@ -110,7 +110,7 @@ def failover(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]
     rebuilt = replay_all(rebuilt, [r for b in batches for r in b.records])
     if state.pending:
         reject("RPC-3")  # every waiting request is refused
-    replies = tuple(Reply(p.seq, p.request, error_response(p.request, Error.NOT_CONTROLLER)) for p in state.pending)
+    replies = tuple(Reply(p.seq, p.request, error_response(p.request, Error.NOT_CONTROLLER, state.config.params.rpc_formats)) for p in state.pending)
     cite("LEASE-14")  # DEC-28: soft state is lost; every registered broker gets a full session
     # DEC-6: a fenced broker has not been heard from by this controller, so it holds no claim on its
     # id until it is (a broker that shut down cleanly can come back at once)

@@ -1,4 +1,6 @@
-"""Requests and responses (RPC-1), one frozen class per message of spec/schemas/rpcs/.
+"""Requests and responses (RPC-1), one frozen class per message of spec/schemas/rpcs/ (and of
+kafka-rpcs/, whose forms of three of them carry a subset of the fields plus ErrorMessage; a
+profile's ``rpc_formats`` says which form its traces and codecs use, DEC-9).
 
 Field names are the schema's in snake case (``WantShutDown`` is ``want_shut_down``).
 Nested arrays are tuples. ``ThrottleTimeMs`` is always 0 (RPC-5) and is left out.
@@ -9,18 +11,22 @@ carries (DEC-24) is a schema field.
 
 from __future__ import annotations
 
-from typing import ClassVar, Union, get_args
+from typing import Union, get_args
 from uuid import UUID
 
 from attrs import field, frozen
 
+from kraftspec.spec.schemas import rpc_schema
+
 from .errors import Error
 from .records import as_tuple, as_tuple_or_none
+
+SEED_FORMATS = "seed-000"
 
 ZERO_UUID = UUID(int=0)
 
 
-# ---- BrokerRegistration (57) --------------------------------------------------------
+# ---- BrokerRegistration (57; Kafka 62) ----------------------------------------------------
 
 
 @frozen
@@ -42,7 +48,6 @@ class Feature:
 class BrokerRegistrationRequest:
     """MEM-6."""
 
-    API_KEY: ClassVar[int] = 57  # DEC-9: seed 000's 57, 58, 59 (Kafka ships 62, 63, 64)
     broker_id: int
     cluster_id: str
     incarnation_id: UUID
@@ -58,14 +63,13 @@ class BrokerRegistrationResponse:
     broker_epoch: int = -1
 
 
-# ---- BrokerHeartbeat (58) ---------------------------------------------------------
+# ---- BrokerHeartbeat (58; Kafka 63) -----------------------------------------------------
 
 
 @frozen
 class BrokerHeartbeatRequest:
     """LEASE-2. ``current_metadata_offset`` is one more than the highest offset applied (DEC-2)."""
 
-    API_KEY: ClassVar[int] = 58
     broker_id: int
     broker_epoch: int
     current_metadata_offset: int
@@ -82,23 +86,23 @@ class BrokerHeartbeatResponse:
     is_caught_up: bool = False
     is_fenced: bool = True
     should_shut_down: bool = False
-    lowest_acknowledged_offset: int | None = -1  # None in a version 0 response (LAO-1)
+    lowest_acknowledged_offset: int | None = -1  # None where the response has no such field (LAO-1, DEC-9)
 
 
-# ---- UnregisterBroker (59) ----------------------------------------------------------
+# ---- UnregisterBroker (59; Kafka 64) ------------------------------------------------------
 
 
 @frozen
 class UnregisterBrokerRequest:
     """MEM-7."""
 
-    API_KEY: ClassVar[int] = 59
     broker_id: int
 
 
 @frozen
 class UnregisterBrokerResponse:
     error_code: Error
+    error_message: str | None = ""  # DEC-9: Kafka's field (kafka-rpcs), which its controller leaves empty
 
 
 # ---- AlterIsr (56) ------------------------------------------------------------------
@@ -122,7 +126,6 @@ class AlterIsrTopic:
 class AlterIsrRequest:
     """ISR-1."""
 
-    API_KEY: ClassVar[int] = 56
     broker_id: int
     broker_epoch: int
     topics: tuple[AlterIsrTopic, ...] = field(converter=as_tuple)
@@ -172,7 +175,6 @@ class CreatableTopic:
 class CreateTopicsRequest:
     """TOPIC-1."""
 
-    API_KEY: ClassVar[int] = 19
     topics: tuple[CreatableTopic, ...] = field(converter=as_tuple)
 
 
@@ -192,7 +194,6 @@ class CreateTopicsResponse:
 class DeleteTopicsRequest:
     """TOPIC-7."""
 
-    API_KEY: ClassVar[int] = 20
     topic_names: tuple[str, ...] = field(converter=as_tuple)
 
 
@@ -227,7 +228,6 @@ class ReassignableTopic:
 class AlterPartitionReassignmentsRequest:
     """REASSIGN-1. A partition whose ``replicas`` is None is cancelled (REASSIGN-8)."""
 
-    API_KEY: ClassVar[int] = 45
     topics: tuple[ReassignableTopic, ...] = field(converter=as_tuple)
 
 
@@ -259,7 +259,6 @@ class ListedTopic:
 class ListPartitionReassignmentsRequest:
     """REASSIGN-10. ``topics`` None lists every reassigning partition."""
 
-    API_KEY: ClassVar[int] = 46
     topics: tuple[ListedTopic, ...] | None = field(default=None, converter=as_tuple_or_none)
 
 
@@ -309,8 +308,30 @@ REQUEST_TYPES: tuple[type, ...] = get_args(Request)
 RESPONSE_TYPES: tuple[type, ...] = get_args(Response)
 
 
-def error_response(request: Request, error: Error) -> Response:
-    """The response a request gets when it is refused as a whole with ``error``.
+def api_key(request: type, formats: str = SEED_FORMATS) -> int:
+    """RPC-1, DEC-9: the api key of a request class in the message formats ``formats`` (profiles.toml,
+    ``rpc_formats``): seed 000's 57, 58, 59 or Kafka's 62, 63, 64 for the broker lifecycle's three.
+    Structural, like the rest of RPC-1: the handlers never need it; codecs and adapters do."""
+    return int(rpc_schema(request.__name__, formats)["apiKey"])
+
+
+def carries(message: str, field: str, version: int, formats: str = SEED_FORMATS) -> bool:
+    """RPC-1, DEC-9: whether ``message`` at ``version`` has ``field`` in the message formats
+    ``formats``. LowestAcknowledgedOffset, for one, is in seed 004's heartbeat response version 1
+    and in no version of Kafka's (LAO-1)."""
+    return any(spec["name"] == field and _in_versions(spec["versions"], version) for spec in rpc_schema(message, formats)["fields"])
+
+
+def _in_versions(spec: str, version: int) -> bool:
+    if spec.endswith("+"):
+        return version >= int(spec[:-1])
+    low, _, high = spec.partition("-")
+    return int(low) <= version <= int(high or low)
+
+
+def error_response(request: Request, error: Error, formats: str = SEED_FORMATS) -> Response:
+    """The response a request gets when it is refused as a whole with ``error``, in the message
+    formats ``formats`` (DEC-9).
 
     Every field but the error code keeps its schema default (LEASE-2, MEM-6); requests
     whose response has per-topic results get an empty list of them.
@@ -318,7 +339,8 @@ def error_response(request: Request, error: Error) -> Response:
     if isinstance(request, BrokerRegistrationRequest):
         return BrokerRegistrationResponse(error)
     if isinstance(request, BrokerHeartbeatRequest):
-        return BrokerHeartbeatResponse(error, lowest_acknowledged_offset=-1 if request.version >= 1 else None)
+        lao = -1 if carries("BrokerHeartbeatResponse", "LowestAcknowledgedOffset", request.version, formats) else None
+        return BrokerHeartbeatResponse(error, lowest_acknowledged_offset=lao)
     if isinstance(request, UnregisterBrokerRequest):
         return UnregisterBrokerResponse(error)
     if isinstance(request, AlterIsrRequest):

@@ -752,7 +752,7 @@ def corpus_samples(folder=None, leave_out=tuple(KNOWN_GAPS), only=None,
             continue
         current = initial_state(model_config(trace.header.config))
         for s in trace.steps:
-            event = model_event(s.event)
+            event = model_event(s.event, current.config.params.rpc_formats)
             result = model_step(current, event)
             yield current, event, result
             current = result.state

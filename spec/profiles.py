@@ -59,6 +59,7 @@ class Profile:
     default_timings: tuple[int, int]  # DEC-12: (heartbeat interval, session timeout)
     record_formats: str  # DEC-22
     frame_type: int  # DEC-10
+    rpc_formats: str  # DEC-9
     default_features: tuple[tuple[str, int, int], ...]  # DEC-23: (name, min level, max level)
 
 

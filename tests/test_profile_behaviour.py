@@ -20,14 +20,19 @@ from kraftspec.model.replay import replay_all
 from kraftspec.model.state import ConfigError, FeatureRange, MetadataImage
 from kraftspec.model.membership import Membership, membership
 from kraftspec.model.messages import (
+    REQUEST_TYPES,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     CreatableTopic,
     CreateTopicsRequest,
     Feature,
+    api_key,
+    carries,
 )
 from kraftspec.model.records import NO_LEADER_CHANGE, PartitionChangeRecord
-from kraftspec.spec.profiles import parameters
+from kraftspec.conformance.jsonform import qualified, to_json
+from kraftspec.conformance.lockstep import Lockstep
+from kraftspec.spec.profiles import parameters, profile as profile_named
 
 PROFILES = ("kip-631", "kafka")
 KIP_631, KAFKA = PROFILES
@@ -389,12 +394,13 @@ def test_lease_5_dec_2_a_negative_offset_is_refused_in_kip_631_and_accepted_in_k
 @each_profile
 def test_lao_1_dec_2_the_lowest_acknowledged_offset_is_the_lowest_recorded_offset_in_its_profiles_unit(profile):
     """LAO-1, DEC-2: the value is the lowest offset recorded for an unfenced broker, in the unit the
-    brokers send: the log end in kip-631, the last offset in kafka (what Cluster sends by default)."""
+    brokers send: the log end in kip-631 (what Cluster sends by default). The kafka profile's
+    response has no such field (DEC-9)."""
     c = cluster(profile, 1, 2)
     c.heartbeat(1)
     response = c.heartbeat(2)
     end = c.state.committed_offset
-    assert response.lowest_acknowledged_offset == (end if profile == KIP_631 else end - 1)
+    assert response.lowest_acknowledged_offset == (end if profile == KIP_631 else None)
 
 
 # ---- default_timings (DEC-12) ----------------------------------------------------------------------
@@ -583,7 +589,8 @@ def test_lease_3_dec_15_a_heartbeat_from_an_unregistered_id_gets_stale_broker_ep
     c = cluster(profile, 1)
     before = c.state.leases
     response = c.request(BrokerHeartbeatRequest(7, 1, 1, False, False))
-    assert (response.error_code, response.lowest_acknowledged_offset) == (Error.STALE_BROKER_EPOCH, -1)
+    lao = -1 if profile == KIP_631 else None  # LAO-2; DEC-9: Kafka's response has no such field
+    assert (response.error_code, response.lowest_acknowledged_offset) == (Error.STALE_BROKER_EPOCH, lao)
     assert c.records() == [] and c.state.leases == before
 
 
@@ -814,7 +821,54 @@ def test_log_14_dec_23_a_cluster_finalizes_metadata_format_in_kip_631_and_metada
     assert c.register(1).error_code == Error.NONE
 
 
+# ---- rpc_formats (DEC-9) ----------------------------------------------------------------------------
+
+
+def test_rpc_1_dec_9_api_keys_are_seed_000s_in_kip_631_and_kafkas_in_kafka():
+    """RPC-1, DEC-9: the kafka profile's messages (rpc_formats kafka-4.0) are Kafka's: api keys 62,
+    63, 64 for the broker lifecycle's three and the others unchanged; no CurrentMetadataOffset in a
+    registration, no LowestAcknowledgedOffset in any heartbeat response, and ErrorMessage in
+    UnregisterBrokerResponse."""
+    formats = profile_named("kafka").rpc_formats
+    keys = {cls.__name__: api_key(cls, formats) for cls in REQUEST_TYPES}
+    assert (keys["BrokerRegistrationRequest"], keys["BrokerHeartbeatRequest"], keys["UnregisterBrokerRequest"]) == (62, 63, 64)
+    assert {n: k for n, k in keys.items() if k not in (62, 63, 64)} == {
+        cls.__name__: api_key(cls) for cls in REQUEST_TYPES if api_key(cls) not in (57, 58, 59)
+    }
+    assert not carries("BrokerRegistrationRequest", "CurrentMetadataOffset", 0, formats)
+    assert carries("BrokerRegistrationRequest", "CurrentMetadataOffset", 0)
+    assert [carries("BrokerHeartbeatResponse", "LowestAcknowledgedOffset", v, formats) for v in (0, 1)] == [False, False]
+    assert [carries("BrokerHeartbeatResponse", "LowestAcknowledgedOffset", v) for v in (0, 1)] == [False, True]
+    assert carries("UnregisterBrokerResponse", "ErrorMessage", 0, formats)
+    assert not carries("UnregisterBrokerResponse", "ErrorMessage", 0)
+
+
+def test_lao_1_dec_9_a_heartbeat_response_has_lowest_acknowledged_offset_in_kip_631_version_1_and_never_in_kafka():
+    """LAO-1, DEC-9: a version 1 heartbeat is answered without LowestAcknowledgedOffset in the
+    kafka profile, accepted or refused, by the model and by impl alike, and its neutral form has no
+    such field; the kip-631 profile answers it."""
+    for name, expected in (("kip-631", True), ("kafka", False)):
+        c = Cluster(Config.for_profile(name))
+        events = []
+        send = c.send
+        c.send = lambda event, send=send, events=events: events.append(event) or send(event)  # type: ignore[method-assign]
+        c.start_brokers(1, 2)
+        accepted = c.request(BrokerHeartbeatRequest(1, c.epoch(1), 50, False, False, version=1))
+        refused = c.request(BrokerHeartbeatRequest(1, c.epoch(1) + 7, 50, False, False, version=1))
+        assert accepted.error_code == Error.NONE and refused.error_code == Error.STALE_BROKER_EPOCH
+        assert (accepted.lowest_acknowledged_offset is not None, refused.lowest_acknowledged_offset is not None) == (expected, expected)
+        form = qualified("BrokerHeartbeatResponse", profile_named(name).rpc_formats)
+        assert ("LowestAcknowledgedOffset" in to_json(accepted, 1, form)) is expected
+        lockstep = Lockstep(Config.for_profile(name))  # impl answers every event as the model does, in that form
+        assert [d for event in events for d in lockstep.send(event)] == []
+
+
+
 PARAMETER_TESTS = {
+    "rpc_formats": (
+        test_rpc_1_dec_9_api_keys_are_seed_000s_in_kip_631_and_kafkas_in_kafka,
+        test_lao_1_dec_9_a_heartbeat_response_has_lowest_acknowledged_offset_in_kip_631_version_1_and_never_in_kafka,
+    ),
     "lease_lapses": (
         test_lease_8_dec_7_a_lease_lapses_at_its_deadline_in_kip_631_and_a_millisecond_later_in_kafka,
         test_reg_4_dec_7_another_incarnation_may_register_at_the_deadline_in_kip_631_and_only_after_it_in_kafka,

@@ -45,7 +45,7 @@ EXPECTED_ERRORS = {
 def _schema_files() -> list[tuple[str, Any]]:
     """Every message/record JSON file as (relative path, Traversable)."""
     found = []
-    for subdir in ("records", "kafka-records", "rpcs"):
+    for subdir in ("records", "kafka-records", "rpcs", "kafka-rpcs"):
         for entry in SCHEMA_ROOT.joinpath(subdir).iterdir():
             if entry.name.endswith(".json"):
                 found.append((f"{subdir}/{entry.name}", entry))
@@ -121,10 +121,11 @@ def test_errors_file_parses_as_a_json_object_with_an_errors_list() -> None:
 
 def test_schema_directory_holds_only_the_expected_files() -> None:
     top = sorted(e.name for e in SCHEMA_ROOT.iterdir() if e.name != "__pycache__")
-    assert top == ["__init__.py", "errors.json", "kafka-records", "records", "rpcs", "trace.schema.json"]
+    assert top == ["__init__.py", "errors.json", "kafka-records", "kafka-rpcs", "records", "rpcs", "trace.schema.json"]
     assert len([p for p in SCHEMA_PATHS if p.startswith("records/")]) == 15
     assert len([p for p in SCHEMA_PATHS if p.startswith("kafka-records/")]) == 4
     assert len([p for p in SCHEMA_PATHS if p.startswith("rpcs/")]) == 16
+    assert len([p for p in SCHEMA_PATHS if p.startswith("kafka-rpcs/")]) == 6
 
 
 @pytest.mark.parametrize("path", SCHEMA_PATHS)
@@ -395,6 +396,9 @@ def test_loader_finds_every_file_by_name_and_caches_it() -> None:
         if path.startswith("kafka-records/"):  # the kafka profile's formats (DEC-22), by formats and name
             loaded = schemas.record_schema(message["name"], "kafka-3.7-IV1")
             assert loaded is schemas.record_schema(message["name"], "kafka-3.7-IV1")
+        elif path.startswith("kafka-rpcs/"):  # the kafka profile's messages (DEC-9), by formats and name
+            loaded = schemas.rpc_schema(message["name"], "kafka-4.0")
+            assert loaded is schemas.rpc_schema(message["name"], "kafka-4.0")
         else:
             loaded = schemas.schema(message["name"])
             assert loaded is schemas.schema(message["name"])

@@ -91,14 +91,6 @@ def registration_without_metadata_version() -> Scenario:
     return _register(_kafka(), 1, features=())
 
 
-def registration_offset_below_minus_one() -> Scenario:
-    """B5 (REG-1, DEC-2): a registration whose CurrentMetadataOffset is -2. REG-1 refuses it; Kafka's
-    registration has no such field, and registers the broker."""
-    return _register(_kafka(), 1, offset=-2)
-
-
-
-
 
 
 def isr10_new_leader_elected() -> Scenario:
@@ -239,7 +231,6 @@ LEDGER: dict[str, Callable[[], Scenario]] = {
     "b2_kafka_19047_reregister_after_shutdown": kafka_19047_reregister_after_shutdown,
     "b3_kafka_19130_fenced_claim_after_failover": kafka_19130_fenced_claim_after_failover,
     "b4_registration_without_metadata_version": registration_without_metadata_version,
-    "b5_registration_offset_below_minus_one": registration_offset_below_minus_one,
     "b9_isr10_new_leader_elected": isr10_new_leader_elected,
     "b10_empty_alter_isr_from_unregistered_broker": empty_alter_isr_from_unregistered_broker,
     "b10_empty_alter_isr_answered_at_once": empty_alter_isr_answered_at_once,

@@ -5,7 +5,9 @@ The definitions are JSON data files shipped inside this package:
 * ``records/<Name>.json``: one metadata record type per file (api keys 0..14), seed 000's;
 * ``kafka-records/<Name>.json``: Kafka's definitions of the record types the ``kafka`` profile
   writes differently (:data:`FORMATS`);
-* ``rpcs/<Name>.json``: one request or response per file;
+* ``rpcs/<Name>.json``: one request or response per file, seed 000's;
+* ``kafka-rpcs/<Name>.json``: Kafka's definitions of the messages the ``kafka`` profile speaks
+  differently (:data:`RPC_FORMATS`);
 * ``errors.json``: the error codes, as ``{"errors": [{"name", "code", "about"}, ...]}``.
 
 The message files use Kafka's message-definition JSON conventions (``apiKey``,
@@ -29,7 +31,7 @@ from importlib.resources.abc import Traversable
 from typing import Any
 from uuid import UUID
 
-__all__ = ["SPEC_VERSION", "INT_RANGES", "FORMATS", "record_schemas", "record_schema", "rpc_schemas", "schema", "error_codes", "default_value"]
+__all__ = ["SPEC_VERSION", "INT_RANGES", "FORMATS", "RPC_FORMATS", "record_schemas", "record_schema", "rpc_schemas", "rpc_schema", "schema", "error_codes", "default_value"]
 
 from kraftspec.spec import SPEC_VERSION  # the version of the specification these schemas belong to
 
@@ -97,13 +99,33 @@ def record_schema(name: str, formats: str = DEFAULT_FORMATS) -> dict[str, Any]:
     raise KeyError(f"no record named {name!r} in the {formats} record formats")
 
 
-@functools.cache
-def rpc_schemas() -> dict[str, dict[str, Any]]:
-    """Return the request and response definitions keyed by name.
+RPC_FORMATS = {"seed-000": ("rpcs",), "kafka-4.0": ("kafka-rpcs", "rpcs")}
+"""The message formats a profile speaks (profiles.toml, ``rpc_formats``, DEC-9) -> the folders of
+their definitions, the first naming a message winning: Kafka's own definitions of the broker
+lifecycle's three messages (api keys 62, 63, 64), and seed 000's for the rest."""
 
-    The returned dicts are cached and shared: do not mutate them.
+
+@functools.cache
+def rpc_schemas(formats: str = DEFAULT_FORMATS) -> dict[str, dict[str, Any]]:
+    """Return the request and response definitions of ``formats`` keyed by name.
+
+    The returned dicts are cached and shared: do not mutate them. KeyError for formats the
+    specification does not define.
     """
-    return {message["name"]: message for message in _load_dir("rpcs")}
+    if formats not in RPC_FORMATS:
+        raise KeyError(f"unknown message formats {formats!r}; expected one of {', '.join(RPC_FORMATS)}")
+    messages: dict[str, dict[str, Any]] = {}
+    for folder in reversed(RPC_FORMATS[formats]):  # the first folder overrides the later ones
+        messages.update((message["name"], message) for message in _load_dir(folder))
+    return dict(sorted(messages.items()))
+
+
+def rpc_schema(name: str, formats: str = DEFAULT_FORMATS) -> dict[str, Any]:
+    """The definition of the request or response ``name`` in ``formats``; KeyError if it has none."""
+    try:
+        return rpc_schemas(formats)[name]
+    except KeyError:
+        raise KeyError(f"no message named {name!r} in the {formats} message formats") from None
 
 
 @functools.cache

@@ -78,9 +78,12 @@ public final class Main {
                         // Both profiles: Kafka is the system under test; a kip-631 trace measures how
                         // far Kafka is from the KIP as written, a kafka trace how far from itself.
                         answer.putArray("profiles").add("kip-631").add("kafka");
-                        // Seed 004's heartbeat version 1 field: Kafka's heartbeat response has none.
-                        answer.putObject("unsupported").putArray("fields")
-                            .add("BrokerHeartbeatResponse.LowestAcknowledgedOffset");
+                        // Seed 004's heartbeat version 1 field: Kafka's heartbeat response has none
+                        // (the kafka profile's messages have none either, DEC-9).
+                        if (!session.kafkaMessages()) {
+                            answer.putObject("unsupported").putArray("fields")
+                                .add("BrokerHeartbeatResponse.LowestAcknowledgedOffset");
+                        }
                     }
                     case "event" -> {
                         if (session == null) {

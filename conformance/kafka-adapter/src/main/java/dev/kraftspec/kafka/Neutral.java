@@ -44,7 +44,17 @@ final class Neutral {
      */
     private static final List<String> RECORD_FOLDERS = List.of("kafka-records", "records");
 
+    /**
+     * kraftspec's folders of message definitions, siblings of the rpcs folder, the first naming a
+     * message winning (spec/schemas/__init__.py, RPC_FORMATS): seed 000's for the kip-631 profile;
+     * Kafka's forms of BrokerRegistration, BrokerHeartbeat and UnregisterBroker, then seed 000's,
+     * for the kafka profile (DEC-9).
+     */
+    private static final List<String> SEED_MESSAGES = List.of("rpcs");
+    private static final List<String> KAFKA_MESSAGES = List.of("kafka-rpcs", "rpcs");
+
     private final Path schemas;
+    private final List<String> messageFolders;
     private final Map<String, JsonNode> schemaCache = new HashMap<>();
     private final Map<String, Optional<JsonNode>> recordSchemaCache = new HashMap<>();
 
@@ -53,7 +63,32 @@ final class Neutral {
      * record folders beside it give the fields a record has.
      */
     Neutral(Path schemas) {
+        this(schemas, SEED_MESSAGES);
+    }
+
+    private Neutral(Path schemas, List<String> messageFolders) {
         this.schemas = schemas;
+        this.messageFolders = messageFolders;
+    }
+
+    /** This translation with the kafka profile's messages (DEC-9): Kafka's own forms of three of them. */
+    Neutral withKafkaMessages() {
+        return new Neutral(schemas, KAFKA_MESSAGES);
+    }
+
+    /**
+     * A reply the adapter writes itself (a refusal) in the neutral form of {@code api} at
+     * {@code version}: the schema's fields, those {@code body} lacks at their defaults.
+     */
+    JsonNode shaped(String api, int version, JsonNode body) {
+        ObjectNode out = JSON.objectNode();
+        for (JsonNode field : schema(api + "Response").get("fields")) {
+            String name = field.get("name").asText();
+            if (inVersion(field.get("versions").asText(), version)) {
+                out.set(name, body.has(name) ? body.get(name) : defaultValue(field));
+            }
+        }
+        return out;
     }
 
     /** A Kafka request, read from a neutral body by Kafka's JSON converter for that message. */
@@ -194,11 +229,17 @@ final class Neutral {
 
     private JsonNode schema(String name) {
         return schemaCache.computeIfAbsent(name, n -> {
-            try {
-                return MAPPER.readTree(Files.readString(schemas.resolve(n + ".json")));
-            } catch (IOException e) {
-                throw new IllegalStateException("cannot read kraftspec's schema " + schemas.resolve(n + ".json"), e);
+            for (String folder : messageFolders) {
+                Path file = schemas.resolveSibling(folder).resolve(n + ".json");
+                if (Files.isRegularFile(file)) {
+                    try {
+                        return MAPPER.readTree(Files.readString(file));
+                    } catch (IOException e) {
+                        throw new IllegalStateException("cannot read kraftspec's schema " + file, e);
+                    }
+                }
             }
+            throw new IllegalStateException("kraftspec has no schema of " + n + " in " + messageFolders);
         });
     }
 

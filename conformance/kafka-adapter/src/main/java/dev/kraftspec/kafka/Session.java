@@ -81,6 +81,7 @@ final class Session implements AutoCloseable {
     private final MemoryRaft raft = new MemoryRaft(clock);
     private final QuorumController controller;
     private final Neutral neutral;
+    private final boolean kafkaMessages;
     private final List<Pending> pending = new ArrayList<>();
     private final Map<String, String> kafkaToTraceId = new HashMap<>();
     private final Map<String, String> traceToKafkaId = new HashMap<>();
@@ -97,12 +98,16 @@ final class Session implements AutoCloseable {
     private record Pending(int seq, String api, int version, JsonNode request, CompletableFuture<JsonNode> reply) {
     }
 
+    /** Whether the session speaks the kafka profile's messages (DEC-9), which Kafka's replies match field for field. */
+    boolean kafkaMessages() {
+        return kafkaMessages;
+    }
+
     /**
      * {@code adapterMetadataVersion}: the adapter's metadata.version (--metadata-version), for a
      * trace whose finalized features do not name metadata.version.
      */
     Session(JsonNode config, MetadataVersion adapterMetadataVersion, Neutral neutral) throws Exception {
-        this.neutral = neutral;
         JsonNode finalized = config.get("finalized_features");
         int[] traceLevels = featureRange(finalized, MetadataVersion.FEATURE_NAME);
         this.featuresAsGiven = traceLevels != null;
@@ -111,6 +116,8 @@ final class Session implements AutoCloseable {
         this.formatRange = format != null ? format : new int[] {0, 0};
         JsonNode profile = config.get("profile");
         boolean kafkaProfile = profile != null && profile.asText().equals("kafka");
+        this.neutral = kafkaProfile ? neutral.withKafkaMessages() : neutral; // DEC-9: the profile's messages
+        this.kafkaMessages = kafkaProfile;
         this.heartbeatOffsetShift = kafkaProfile ? 0 : 1;
         long sessionMs = config.get("session_timeout_ms").asLong();
         FaultHandler faults = (message, cause) -> {
@@ -222,10 +229,12 @@ final class Session implements AutoCloseable {
         if (!supportedVersion(api, version)) {
             // RPC-2: refused in version 0 of the response (Kafka's network layer refuses it too).
             replyVersion = 0;
-            reply = CompletableFuture.completedFuture(errorBody(api, 0, body, Errors.UNSUPPORTED_VERSION.code()));
+            reply = CompletableFuture.completedFuture(
+                neutral.shaped(api, 0, errorBody(api, 0, body, Errors.UNSUPPORTED_VERSION.code())));
         } else {
             reply = translated(api, body, version);
-            reply = reply.exceptionally(e -> errorBody(api, version, body, ApiError.fromThrowable(unwrap(e)).error().code()));
+            reply = reply.exceptionally(e -> neutral.shaped(api, version,
+                errorBody(api, version, body, ApiError.fromThrowable(unwrap(e)).error().code())));
         }
         pending.add(new Pending(seq, api, replyVersion, body, reply));
         awaitQuiet();
