@@ -198,7 +198,7 @@ def _directory(text: str) -> str:
     value = text.strip()
     if not value:
         raise ValueError("is empty: it must be a directory path")
-    return value
+    return str(Path(value))  # one spelling per directory: /data/ and /data are one
 
 
 def _directories(text: str) -> tuple[str, ...]:
@@ -207,4 +207,4 @@ def _directories(text: str) -> tuple[str, ...]:
         raise ValueError("is empty: it must list directory paths, comma-separated")
     if not all(entries):
         raise ValueError("has an empty entry (two commas in a row, or one at an end)")
-    return tuple(dict.fromkeys(entries))
+    return tuple(dict.fromkeys(str(Path(e)) for e in entries))

@@ -253,13 +253,10 @@ def storage_format(args, out, err) -> int:
 
 
 def storage_random_uuid(args, out, err) -> int:
-    from kraftspec.model.tools import random_uuid_text
+    from kraftspec.model.tools import random_id
 
-    while True:  # TOOL-2: never an id a command line would take for an option, nor the zero UUID
-        text = random_uuid_text(secrets.randbits(128))
-        if not text.startswith("-") and text != "AAAAAAAAAAAAAAAAAAAAAA":
-            out.write(text + "\n")
-            return 0
+    out.write(random_id(lambda: secrets.randbits(128)) + "\n")
+    return 0
 
 
 # ---- cluster ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
 
@@ -48,6 +48,16 @@ def random_uuid_text(bits: int) -> str:
     """TOOL-2 random-uuid: the text form of the UUID made of 128 random ``bits`` (the caller draws them)."""
     cite("TOOL-2")
     return uuid_text(UUID(int=bits & ((1 << 128) - 1)))
+
+
+def random_id(draw: Callable[[], int]) -> str:
+    """TOOL-2 random-uuid: the text form of the first of ``draw()``'s 128-bit numbers that is not
+    the zero UUID and whose text does not start with '-' (a command line would take it for an option)."""
+    cite("TOOL-2")
+    while True:
+        text = random_uuid_text(draw())
+        if not text.startswith("-") and text != uuid_text(UUID(int=0)):
+            return text
 
 
 # ---- meta.properties (TOOL-1) ----------------------------------------------------

@@ -19,7 +19,16 @@ from kraftspec.cli import main
 from kraftspec.impl.config import ControllerConfig
 from kraftspec.impl.controller import Controller
 from kraftspec.impl.messages import BrokerRegistrationRequest
-from kraftspec.model.tools import Listener, Voter, kraft_problems, parse_listeners, parse_uuid_text, parse_voters
+from kraftspec.model.tools import (
+    Listener,
+    Voter,
+    kraft_problems,
+    parse_listeners,
+    parse_uuid_text,
+    parse_voters,
+    random_id,
+    random_uuid_text,
+)
 from kraftspec.properties import BadInput
 from kraftspec.server_config import ServerConfig
 
@@ -172,6 +181,12 @@ def test_check_config_refuses_an_invalid_kraft_setting_too(tmp_path, capsys):
 # ---- kraftspec storage ------------------------------------------------------------------------------
 
 
+def test_tool_2_random_ids_skip_the_zero_uuid_and_a_leading_dash():
+    draws = iter([62 << 122, 0, 12345])  # '-' is 62 in URL-safe base64: the first draw's text starts with it
+    assert random_uuid_text(62 << 122).startswith("-")
+    assert random_id(lambda: next(draws)) == random_uuid_text(12345)
+
+
 def test_tool_2_random_uuid_prints_a_fresh_22_character_id(capsys):
     seen = set()
     for _ in range(20):
@@ -215,6 +230,25 @@ def test_tool_2_format_writes_nothing_if_any_directory_is_formatted_unless_told_
     assert f"Skipped {tmp_path / 'b'}: already formatted" in out
     assert (tmp_path / "b" / "meta.properties").read_bytes() == before["b/meta.properties"]
     assert (tmp_path / "a" / "meta.properties").exists() and (tmp_path / "m" / "log").is_dir()
+
+
+def test_tool_2_format_refuses_a_metadata_log_without_meta_properties(tmp_path, capsys):
+    """A log no format wrote (its meta.properties lost, say) is not adopted: nothing is written."""
+    path = node(tmp_path, "")
+    Controller.create(tmp_path / "m", ControllerConfig(cluster_id=CLUSTER, node_id=1)).close()
+    (tmp_path / "m" / "meta.properties").unlink()
+    before = files_under(tmp_path)
+    status, _, err = run(capsys, "storage", "format", "-c", str(path), "-t", CLUSTER)
+    assert status == 1 and f"{tmp_path / 'm' / 'log'} holds a metadata log, but {tmp_path / 'm'} has no meta.properties" in err
+    assert files_under(tmp_path) == before
+
+
+def test_conf_1_directories_are_compared_by_path_not_spelling(tmp_path, capsys):
+    path = config_file(tmp_path, KRAFT + f"log.dirs={tmp_path / 'a'}/\nmetadata.log.dir={tmp_path / 'a'}\n")
+    config, _ = ServerConfig.read(path)
+    assert config.directories() == (str(tmp_path / "a"),)
+    assert run(capsys, "storage", "format", "-c", str(path), "-t", CLUSTER)[0] == 0
+    assert (tmp_path / "a" / "log").is_dir()  # one directory: the metadata log is in it
 
 
 def test_tool_2_format_under_the_kafka_profile_writes_kafkas_bootstrap_records(tmp_path, capsys):
