@@ -338,7 +338,7 @@ def add_parser(commands) -> None:
             "The file is read as Kafka reads it (Java properties: key=value, key: value or key value; # and ! start "
             "comments;\na backslash at the end of a line continues it; \\uXXXX escapes), as UTF-8 or else "
             "ISO-8859-1 text. What is not a\nproperties file is refused: binary or UTF-16 text, a control character, a "
-            "line that is not a setting or a\ncomment, or no Kafka setting at all. A key that looks like a misspelling "
+            "line that is not a setting or a\ncomment, or no Kafka setting at all. So is an invalid value of any setting of a KRaft configuration\n(an unknown role, a malformed voter or listener, a node.id that is not a non-negative 32-bit integer, a negative\ntimeout), and a KRaft configuration that lacks what its roles need (node.id, listeners, controller.quorum.voters,\nand for a controller controller.listener.names).\nA key that looks like a misspelling "
             "of a timing setting the file leaves unset\nis refused too, naming that setting, since its default "
             "would be checked instead. Other keys kraftspec does\nnot know, and keys KIP-631 retires "
             "(zookeeper.*, control.plane.listener.name, broker.id.generation.enable),\nare listed as warnings "

@@ -373,6 +373,19 @@ def test_tool_3_unregister_refuses_a_directory_it_cannot_start_on(tmp_path, caps
     assert exit_.value.code == 2
 
 
+def test_tool_3_unregister_refuses_a_directory_in_use(tmp_path, capsys):
+    path = formatted_with_a_broker(tmp_path, capsys, 4)
+    running = Controller.open(tmp_path / "m", ControllerConfig(cluster_id=CLUSTER, node_id=1))
+    try:
+        status, out, err = run(capsys, "cluster", "unregister", "--id", "4", "--config", str(path))
+    finally:
+        running.close()
+    assert status == 2 and out == "" and err.startswith(f"kraftspec cluster unregister: error: {tmp_path / 'm' / 'log'}")
+    reopened = Controller.open(tmp_path / "m", ControllerConfig(cluster_id=CLUSTER, node_id=1))
+    assert 4 in reopened.state.cluster.brokers  # nothing was unregistered
+    reopened.close()
+
+
 def test_the_tools_help_is_written_for_users(capsys):
     for argv in (["storage", "--help"], ["storage", "format", "--help"], ["storage", "info", "--help"],
                  ["cluster", "unregister", "--help"], ["cluster", "cluster-id", "--help"]):
