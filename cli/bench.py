@@ -83,7 +83,7 @@ def impl_cluster(partitions: int, brokers: int, directory: str | None = None, pr
     from kraftspec.impl.messages import PartitionRecord
 
     config = impl_config(profile)
-    controller = Controller.open(directory, config=config) if directory else Controller(config)
+    controller = Controller.create(directory, config=config) if directory else Controller(config)
     per_topic = 1000
     chunk = []
 

@@ -7,7 +7,8 @@ checks CONF-2 with the model's own :class:`~kraftspec.model.state.Config`, and r
 theorems of ``kraftspec.proofs.timing`` on the numbers with Z3. A theorem that fails comes with
 its counterexample as a timeline in milliseconds.
 
-The file is read by :mod:`kraftspec.properties`, which refuses what is not a properties file.
+The file is read by :class:`kraftspec.server_config.ServerConfig`, which refuses what is not a
+properties file and any setting of seed 000's configuration that is invalid.
 A key kraftspec does not know is reported with the nearest known key; one that looks like a
 misspelling of a timing setting the file leaves unset is bad input, so that a typo never leaves a
 default in force unnoticed.
@@ -20,14 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from fractions import Fraction
 from pathlib import Path
 
 from attrs import frozen
 
-from kraftspec.properties import NEAR_MISS, BadInput, nearest, read, unknown_keys
+from kraftspec.properties import NEAR_MISS, BadInput, nearest
+from kraftspec.server_config import ServerConfig, parse_int
 
 MAX_INT = 2**31 - 1  # Kafka's int settings
 PPM = 1_000_000
@@ -73,22 +74,10 @@ def _settings():
 
 # ---- the settings ----------------------------------------------------------------------------------
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-
 
 def parse_value(setting: Setting, text: str) -> int:
     """An integer in the setting's range; else ValueError saying what is wrong with it."""
-    value = text.strip()
-    if not _INTEGER.fullmatch(value):
-        raise ValueError(f"is not an integer ({setting.unit})")
-    number = int(value)
-    if number < 0:
-        raise ValueError(f"is negative; it must be at least {setting.minimum}")
-    if number < setting.minimum:
-        raise ValueError("must be positive")
-    if number > setting.maximum:
-        raise ValueError(f"is too large; it must be at most {setting.maximum}")
-    return number
+    return parse_int(text, setting.minimum, setting.maximum, setting.unit)
 
 
 def resolve(path: Path, options: dict[str, int | None]) -> tuple[dict[str, int], dict[str, str], int, list]:
@@ -97,7 +86,8 @@ def resolve(path: Path, options: dict[str, int | None]) -> tuple[dict[str, int],
     (kraftspec.properties.Unknown)."""
     settings = _settings()
     known = tuple(s.key for s in settings)
-    found = read(path, also=known)
+    config, unknown = ServerConfig.read(path, also=known, timings_together=False)  # CONF-2 is a check here
+    found = config.settings
     for key, setting in found.items():
         if key.startswith("kraftspec.") and key not in known:
             own = ", ".join(k for k in known if k.startswith("kraftspec."))
@@ -125,7 +115,6 @@ def resolve(path: Path, options: dict[str, int | None]) -> tuple[dict[str, int],
         else:
             values[setting.attribute] = setting.default
             sources[setting.key] = "default: not in the file"
-    unknown = unknown_keys(found, also=known)
     for entry in unknown:
         misspelt = nearest(entry.key, known, cutoff=NEAR_MISS)
         if misspelt in sources and sources[misspelt].startswith("default"):
@@ -349,7 +338,7 @@ def add_parser(commands) -> None:
             "The file is read as Kafka reads it (Java properties: key=value, key: value or key value; # and ! start "
             "comments;\na backslash at the end of a line continues it; \\uXXXX escapes), as UTF-8 or else "
             "ISO-8859-1 text. What is not a\nproperties file is refused: binary or UTF-16 text, a control character, a "
-            "line that is not a setting or a\ncomment, or no Kafka setting at all. A key that looks like a misspelling "
+            "line that is not a setting or a\ncomment, or no Kafka setting at all. So is an invalid value of any setting of a KRaft configuration\n(an unknown role, a malformed voter or listener, a node.id that is not a non-negative 32-bit integer, a negative\ntimeout), and a KRaft configuration that lacks what its roles need (node.id, listeners, controller.quorum.voters,\nand for a controller controller.listener.names).\nA key that looks like a misspelling "
             "of a timing setting the file leaves unset\nis refused too, naming that setting, since its default "
             "would be checked instead. Other keys kraftspec does\nnot know, and keys KIP-631 retires "
             "(zookeeper.*, control.plane.listener.name, broker.id.generation.enable),\nare listed as warnings "

@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kraftspec.kafka_matrix import add_causes_parser as add_kafka_causes
     from kraftspec.kafka_matrix import add_parser as add_kafka_matrix
     from kraftspec.prove import add_parser as add_prove
+    from kraftspec.storage import add_parsers as add_storage_commands
     from kraftspec.traces import add_parsers as add_trace_commands
 
     add_conform(commands)
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_config(commands)
     add_kafka_matrix(commands)
     add_kafka_causes(commands)
+    add_storage_commands(commands)
     return parser
 
 
@@ -131,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.kafka_matrix import run_causes
 
             return run_causes(args)
+        if args.command in ("storage", "cluster"):
+            from kraftspec.storage import run as storage
+
+            return storage(args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:

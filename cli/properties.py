@@ -235,6 +235,7 @@ class Unknown:
     line: int
     nearest: str | None
     message: str
+    deprecated: bool = False  # a key KIP-631 retires (seed 000, "Deprecated Configurations")
 
 
 def unknown_keys(found: dict[str, Setting], also: tuple[str, ...] = ()) -> list[Unknown]:
@@ -244,7 +245,7 @@ def unknown_keys(found: dict[str, Setting], also: tuple[str, ...] = ()) -> list[
     for key, setting in sorted(found.items(), key=lambda item: item[1].line):
         reason = retired(key)
         if reason:
-            out.append(Unknown(key, setting.line, None, f"line {setting.line}: {key} is retired by KIP-631 ({reason})"))
+            out.append(Unknown(key, setting.line, None, f"line {setting.line}: {key} is retired by KIP-631 ({reason})", True))
         elif not is_known(key, also):
             close = nearest(key, also)
             hint = f"did you mean {close}?" if close else "no known key is close to it"

@@ -446,7 +446,7 @@ def _impl_on_disk():
             super().start(config)
             shared_memory = Path("/dev/shm")  # no real disk writes, where the system offers a memory file system
             self.directory = tempfile.mkdtemp(prefix="kraftspec-sweep-", dir=shared_memory if shared_memory.is_dir() else None)
-            self.controller = Controller.open(self.directory, self.controller.config, 0)
+            self.controller = Controller.create(self.directory, self.controller.config, 0)
 
         def step(self, event: dict[str, Any]) -> dict[str, Any]:
             return super().step(event)  # overridden, so that the replayer goes through handle()

@@ -26,6 +26,7 @@ class ControllerConfig:
     session_timeout_ms: int = 18000
     finalized_features: tuple[tuple[str, int, int], ...] = field(default=(("metadata.format", 1, 1),))
     profile: str = DEFAULT_PROFILE  # spec/profiles.toml: the behaviour this controller follows
+    node_id: int = 0  # CONF-1: node.id, which a metadata directory's meta.properties must name (TOOL-1)
     params: Profile = field(init=False, compare=False, repr=False)
 
     @classmethod
@@ -58,6 +59,8 @@ class ControllerConfig:
             )
         if not self.cluster_id:
             raise ConfigError("cluster.id must not be empty")
+        if not isinstance(self.node_id, int) or isinstance(self.node_id, bool) or not 0 <= self.node_id <= 2**31 - 1:
+            raise ConfigError(f"node.id must be an integer from 0 to {2**31 - 1}, got {self.node_id!r}")
         names = [name for name, _, _ in self.finalized_features]
         if len(set(names)) != len(names):
             raise ConfigError(f"finalized features name a feature twice: {names}")

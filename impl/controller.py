@@ -22,6 +22,7 @@ import os
 from collections import deque
 from pathlib import Path
 
+from . import meta_properties
 from .alter_isr import handle_alter_isr
 from .builder import UNSET
 from .codec import CodecError, profile_codec
@@ -163,7 +164,14 @@ class Controller:
     ) -> "Controller":
         """An active controller on a metadata log directory (``metadata.log.dir``).
 
-        A new directory is formatted with the bootstrap batch (LOG-14). Otherwise the newest valid
+        The directory must be formatted (TOOL-1): its ``meta.properties`` must name this
+        configuration's ``node_id`` and ``cluster_id``, or the open is refused with a
+        :class:`~kraftspec.impl.meta_properties.MetaPropertiesError` (a :class:`StorageError`)
+        naming the file and the key, before anything on disk is touched. :meth:`create` formats
+        a new directory and opens it.
+
+        A formatted directory whose log holds nothing committed yet (just formatted, or a crash
+        before the format's commit) gets the bootstrap batch (LOG-14). Otherwise the newest valid
         snapshot is loaded and the committed records after it replayed (LOG-12); what was not
         committed is dropped, as at a failover (LOG-10). ``startup`` reports what recovery cut,
         what it moved into quarantine and which snapshots were skipped, by path and reason.
@@ -177,6 +185,8 @@ class Controller:
         recovered is moved into the log's ``quarantine`` folder and the controller starts without it.
         """
         directory = Path(directory)
+        settings = config or ControllerConfig()
+        meta_properties.check(directory, settings.cluster_id, settings.node_id)  # TOOL-1: refuse an unformatted directory
         disk = DiskLog(
             directory / "log", committed_offset_missing=committed_offset_missing, quarantine_and_continue=quarantine_and_continue
         )
@@ -190,6 +200,22 @@ class Controller:
                     directory, f"a record does not decode in the {profile} profile's record formats and frame type ({failure})"
                 ) from failure
             raise
+
+    @classmethod
+    def create(cls, directory: str | os.PathLike, config: ControllerConfig | None = None, now_ms: int = 0) -> "Controller":
+        """A controller on a new metadata directory: writes its ``meta.properties`` (TOOL-1) for
+        this configuration's node and cluster, then opens it, which writes the bootstrap batch
+        (LOG-14). Refuses (StorageError) a directory that is already formatted."""
+        directory = Path(directory)
+        settings = config or ControllerConfig()
+        existing = meta_properties.read(directory)
+        if existing is not None:
+            raise meta_properties.MetaPropertiesError(
+                directory / meta_properties.META_PROPERTIES,
+                f"already formatted (cluster.id {existing.cluster_id}, node.id {existing.node_id}); open it instead",
+            )
+        meta_properties.write(directory, meta_properties.MetaProperties(settings.cluster_id, settings.node_id))
+        return cls.open(directory, config, now_ms)
 
     @classmethod
     def _recover(cls, disk: DiskLog, snapshots: SnapshotStore, config: ControllerConfig | None, now_ms: int) -> "Controller":

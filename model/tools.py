@@ -1,4 +1,4 @@
-"""Formats and checks of the operator tools seed 000 names (TOOL-1 to TOOL-5, CONF-3).
+"""Formats and checks of the operator tools seed 000 names (TOOL-1 to TOOL-5) and of its configuration (CONF-1, CONF-3, CONF-4).
 
 Pure functions: the command-line wrappers read and write files; these decide what to
 read, write and print.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
 
@@ -48,6 +48,16 @@ def random_uuid_text(bits: int) -> str:
     """TOOL-2 random-uuid: the text form of the UUID made of 128 random ``bits`` (the caller draws them)."""
     cite("TOOL-2")
     return uuid_text(UUID(int=bits & ((1 << 128) - 1)))
+
+
+def random_id(draw: Callable[[], int]) -> str:
+    """TOOL-2 random-uuid: the text form of the first of ``draw()``'s 128-bit numbers that is not
+    the zero UUID and whose text does not start with '-' (a command line would take it for an option)."""
+    cite("TOOL-2")
+    while True:
+        text = random_uuid_text(draw())
+        if not text.startswith("-") and text != uuid_text(UUID(int=0)):
+            return text
 
 
 # ---- meta.properties (TOOL-1) ----------------------------------------------------
@@ -116,6 +126,165 @@ def format_plan(
     contents = render_meta_properties(MetaProperties(cluster_id, node_id))
     writes = {f"{d}/meta.properties": contents for d in sorted(directories) if d not in formatted}
     return FormatPlan(writes, formatted)
+
+
+# ---- the server configuration (CONF-1, CONF-4) -------------------------------------------
+
+MAX_ID = 2**31 - 1  # node ids and voter ids are non-negative 32-bit integers (CONF-1)
+ROLES = ("broker", "controller")
+DEFAULT_LOG_DIR = "/tmp/kafka-logs"  # Kafka's log.dir, used when log.dirs is not set
+DEFAULT_TIMEOUTS_MS = {  # CONF-1: the defaults of the timings seed 000 lists (the quorum's as Kafka ships them)
+    "initial.broker.registration.timeout.ms": 60000,
+    "broker.heartbeat.interval.ms": 3000,
+    "broker.session.timeout.ms": 18000,
+    "controller.quorum.fetch.timeout.ms": 2000,
+    "controller.quorum.election.timeout.ms": 1000,
+    "controller.quorum.election.backoff.max.ms": 1000,
+    "controller.quorum.request.timeout.ms": 2000,
+    "controller.quorum.retry.backoff.ms": 20,
+    "controller.quorum.retry.backoff.max.ms": 1000,
+}
+MAY_BE_ZERO = ("controller.quorum.election.backoff.max.ms", "controller.quorum.retry.backoff.ms",
+               "controller.quorum.retry.backoff.max.ms")  # backoffs may be zero; every other timeout is positive
+
+
+@frozen
+class Voter:
+    """One entry of ``controller.quorum.voters``: ``id@host:port``."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+@frozen
+class Listener:
+    """One entry of ``listeners``: ``NAME://host:port`` (the host may be empty: every interface)."""
+
+    name: str
+    host: str
+    port: int
+
+
+def parse_process_roles(text: str) -> tuple[str, ...]:
+    """CONF-1: ``broker``, ``controller`` or both, comma-separated, each once; ValueError saying why not."""
+    cite("CONF-1")
+    roles = tuple(r.strip() for r in text.split(","))
+    unknown = [r for r in roles if r not in ROLES]
+    if unknown:
+        raise ValueError(f"names the unknown role {unknown[0]!r}: the roles are broker and controller")
+    if len(set(roles)) != len(roles):
+        raise ValueError("names a role twice")
+    return roles
+
+
+def parse_id(text: str, what: str = "node id") -> int:
+    """CONF-1: a non-negative 32-bit integer, in decimal."""
+    value = text.strip()
+    if not value.isascii() or not value.lstrip("-").isdigit():
+        raise ValueError(f"is not a {what}: a {what} is an integer from 0 to {MAX_ID}")
+    if not 0 <= int(value) <= MAX_ID:
+        raise ValueError(f"is not a {what}: a {what} is an integer from 0 to {MAX_ID}, not {int(value)}")
+    return int(value)
+
+
+def _port(text: str, entry: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise ValueError(f"entry {entry!r} has the port {text!r}, which is not a port number (0 to 65535)")
+    return int(text)
+
+
+def _host_and_port(text: str, entry: str, empty_host: bool) -> tuple[str, int]:
+    if text.startswith("["):  # an IPv6 address: [::1]:9093
+        host, sep, port = text[1:].partition("]:")
+        if not sep or not host:
+            raise ValueError(f"entry {entry!r}: an IPv6 host is written [address]:port")
+        return host, _port(port, entry)
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        raise ValueError(f"entry {entry!r} has no port (host:port)")
+    if not host and not empty_host:
+        raise ValueError(f"entry {entry!r} has no host")
+    if ":" in host or "@" in host or any(c.isspace() for c in host):
+        raise ValueError(f"entry {entry!r} has the host {host!r}, which is not a host name")
+    return host, _port(port, entry)
+
+
+def _entries(text: str) -> list[str]:
+    entries = [e.strip() for e in text.split(",")] if text.strip() else []
+    if any(not e for e in entries):
+        raise ValueError("has an empty entry (two commas in a row, or one at an end)")
+    return entries
+
+
+def parse_voters(text: str) -> tuple[Voter, ...]:
+    """CONF-1: ``controller.quorum.voters``, ``id@host:port`` comma-separated, each id once."""
+    cite("CONF-1")
+    voters: list[Voter] = []
+    for entry in _entries(text):
+        node, sep, address = entry.partition("@")
+        if not sep:
+            raise ValueError(f"entry {entry!r} is not id@host:port")
+        try:
+            node_id = parse_id(node, "voter id")
+        except ValueError as reason:
+            raise ValueError(f"entry {entry!r}: {node.strip()!r} {reason}") from None
+        host, port = _host_and_port(address, entry, empty_host=False)
+        if any(v.node_id == node_id for v in voters):
+            raise ValueError(f"names voter {node_id} twice")
+        voters.append(Voter(node_id, host, port))
+    return tuple(voters)
+
+
+def parse_listeners(text: str) -> tuple[Listener, ...]:
+    """CONF-1: ``listeners``, ``NAME://host:port`` comma-separated, each name once."""
+    cite("CONF-1")
+    listeners: list[Listener] = []
+    for entry in _entries(text):
+        name, sep, address = entry.partition("://")
+        if not sep or not name or not (name.replace("_", "").isalnum() and name.isascii()):
+            raise ValueError(f"entry {entry!r} is not NAME://host:port")
+        host, port = _host_and_port(address, entry, empty_host=True)
+        if any(listener.name == name for listener in listeners):
+            raise ValueError(f"names the listener {name} twice")
+        listeners.append(Listener(name, host, port))
+    return tuple(listeners)
+
+
+def parse_names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of listener names (``controller.listener.names``)."""
+    return tuple(_entries(text))
+
+
+def kraft_problems(
+    roles: tuple[str, ...], node_id: int | None, voters: tuple[Voter, ...], listeners: tuple[Listener, ...] | None,
+    controller_listener_names: tuple[str, ...],
+) -> list[tuple[str, str]]:
+    """CONF-4: what a process in KRaft mode (``roles`` not empty) lacks, as (key, why) pairs:
+    a node id, voters, listeners (None when unset), and for a controller its listener names, each
+    one of its listeners, and its own id among the voters. Empty when nothing is wrong."""
+    cite("CONF-4")
+    if not roles:
+        return []  # legacy mode: the KRaft settings are not required
+    problems = []
+    if node_id is None:
+        problems.append(("node.id", "is required when process.roles is set"))
+    if not voters:
+        problems.append(("controller.quorum.voters", f"is required for a process with the {' and '.join(roles)} role"
+                                                     f"{'s' if len(roles) > 1 else ''}: it says where the controllers are"))
+    if listeners is None:
+        problems.append(("listeners", "is required when process.roles is set"))
+    if "controller" in roles:
+        if not controller_listener_names:
+            problems.append(("controller.listener.names", "is required for a process with the controller role"))
+        names = {listener.name for listener in listeners or ()}
+        for name in controller_listener_names:
+            if listeners is not None and name not in names:
+                problems.append(("controller.listener.names", f"names {name}, which is not one of the listeners "
+                                                              f"({', '.join(sorted(names)) or 'none'})"))
+        if node_id is not None and voters and node_id not in {v.node_id for v in voters}:
+            problems.append(("controller.quorum.voters", f"does not name this controller's node.id {node_id}"))
+    return problems
 
 
 # ---- kafka-cluster (TOOL-3) and node names (CONF-3) ----------------------------------

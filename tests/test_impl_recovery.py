@@ -28,8 +28,8 @@ def registration(controller: Controller, broker_id: int):
 
 
 def busy_cluster(directory) -> Controller:
-    """Three brokers, unfenced, and a topic; everything committed."""
-    controller = Controller.open(directory)
+    """Three brokers, unfenced, and a topic; everything committed, in a directory formatted for it."""
+    controller = Controller.create(directory)
     for b in (1, 2, 3):
         controller.handle_request(registration(controller, b))
     controller.commit(controller.log_end_offset)
