@@ -29,8 +29,8 @@ from .subprocess_adapter import adapter_from_spec
 from .trace import LEVELS, Trace, TraceError, read_all
 
 DUPLICATE_BROKER_REGISTRATION = 101
-INVALID_REGISTRATION = 119  # Kafka's code (B4); not one of kraftspec's
-NEW_LEADER_ELECTED = 108  # Kafka's code for ISR-10's case (B9); not one of kraftspec's
+INVALID_REGISTRATION = 119  # Kafka's code (B4)
+NEW_LEADER_ELECTED = 108  # Kafka's code for ISR-10's case (B9)
 FENCE = 1
 
 
@@ -118,8 +118,9 @@ def _range_below_zero(trace: Trace, d: Divergence) -> bool:
 
 
 def _invalid_registration(trace: Trace, d: Divergence) -> bool:
-    """B4: a registration that does not support the finalized metadata.version: Kafka answers
-    INVALID_REGISTRATION, kraftspec UNSUPPORTED_VERSION, as for any finalized feature."""
+    """B4: a registration that does not list metadata.version, in a kip-631 trace (whose
+    metadata.format Kafka sees as metadata.version): Kafka answers INVALID_REGISTRATION, kraftspec
+    UNSUPPORTED_VERSION for the unlisted metadata.format."""
     return d.part == "replies" and any(
         r.get("api") == "BrokerRegistration" and r["body"].get("ErrorCode") == INVALID_REGISTRATION for r in d.actual or ())
 
@@ -199,7 +200,8 @@ def _epoch_before_the_cleanup(trace: Trace, d: Divergence) -> bool:
 
 
 def _new_leader_elected(trace: Trace, d: Divergence) -> bool:
-    """B9: Kafka answers an AlterIsr partition NEW_LEADER_ELECTED where kraftspec refuses it."""
+    """B9: Kafka answers an AlterIsr partition NEW_LEADER_ELECTED where the kip-631 profile answers
+    seed 000's FENCED_LEADER_EPOCH (the kafka profile answers as Kafka does)."""
     text = json.dumps(d.actual or [])
     return d.part == "replies" and f'"ErrorCode": {NEW_LEADER_ELECTED}' in text
 

@@ -37,7 +37,10 @@ def handle_alter_isr(controller: Controller, request, version: int):
             partition = controller.state.replication.partition(topic.topic_id, entry.partition_index)
             assert partition is not None, "_alter_partition found it"
             if partition.leader != request.broker_id:  # ISR-10: a completed reassignment removed it
-                results.append(partition_result(partition_index=entry.partition_index, error_code=Error.FENCED_LEADER_EPOCH))
+                params = controller.config.params  # DEC-15: FENCED_LEADER_EPOCH, or NEW_LEADER_ELECTED in kafka
+                unknown = params.refused_partition_fields
+                results.append(partition_result(partition_index=entry.partition_index, error_code=Error[params.leader_moved_error],
+                                                leader_id=unknown, leader_epoch=unknown, partition_epoch=unknown))
                 continue
             results.append(partition_result(
                 partition_index=entry.partition_index, error_code=Error.NONE, leader_id=partition.leader,

@@ -33,6 +33,8 @@ class Error(IntEnum):
     BROKER_ID_NOT_REGISTERED = 102
     INVALID_CLUSTER_ID = 104
     INELIGIBLE_REPLICA = 107
+    NEW_LEADER_ELECTED = 108
+    INVALID_REGISTRATION = 119
 
 
 if {e.name: e.value for e in Error} != error_codes():

@@ -38,11 +38,9 @@ def handle_broker_registration(controller: Controller, request, version: int):
         return _retried(controller, broker_id, retry.epoch)
     if existing is not None and retry is None and controller.leases.claimed(broker_id, controller.now_ms):
         return Refused("REG-4", BrokerRegistrationResponse(error_code=Error.DUPLICATE_BROKER_REGISTRATION))
-    offered = {f.name: f for f in request.features}
-    for name, (low, high) in controller.state.cluster.features.items():
-        feature = offered.get(name)
-        if feature is None or not (feature.min_supported_version <= low and high <= feature.max_supported_version):
-            return Refused("REG-5", BrokerRegistrationResponse(error_code=Error.UNSUPPORTED_VERSION))
+    refusal = _unsupported_features(controller.state.cluster.features, request.features)
+    if refusal is not None:
+        return Refused("REG-5", BrokerRegistrationResponse(error_code=refusal))
     if retry is not None:  # REG-3, DEC-5, kafka profile: amend the registration, keeping its epoch,
         # its fencing and its controlled shutdown
         epoch = retry.epoch
@@ -95,3 +93,18 @@ def handle_unregister_broker(controller: Controller, request, version: int):
     unregister_broker(controller, broker_id)
     controller.leases.remove(broker_id)
     return UnregisterBrokerResponse(error_code=Error.NONE)
+
+
+def _unsupported_features(finalized, features) -> int | None:
+    """REG-5, DEC-15, in Kafka's order: a listed range that misses a finalized range, then an unlisted
+    metadata.version (INVALID_REGISTRATION), then any other unlisted finalized feature."""
+    offered = {f.name: f for f in features}
+    for name, (low, high) in finalized.items():
+        feature = offered.get(name)
+        if feature is not None and not (feature.min_supported_version <= low and high <= feature.max_supported_version):
+            return Error.UNSUPPORTED_VERSION
+    if "metadata.version" in finalized and "metadata.version" not in offered:
+        return Error.INVALID_REGISTRATION
+    if any(name not in offered for name in finalized):
+        return Error.UNSUPPORTED_VERSION
+    return None

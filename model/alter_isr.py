@@ -81,7 +81,10 @@ def _alter_partition(state, requester, topic_id, entry: AlterIsrPartition, named
     if after.leader != requester:
         reject("ISR-10")  # a completed reassignment removed the requester (REASSIGN-7)
         cite("REASSIGN-7")
-        return record, AlterIsrPartitionResult(entry.partition_index, Error.FENCED_LEADER_EPOCH)
+        params = state.config.params  # DEC-15: seed 000's FENCED_LEADER_EPOCH, or Kafka's NEW_LEADER_ELECTED
+        unknown = params.refused_partition_fields
+        result = AlterIsrPartitionResult(entry.partition_index, Error[params.leader_moved_error], unknown, unknown, (), unknown)
+        return record, result
     if after.isr != tuple(new_isr):
         cite("REASSIGN-7")  # the completion pruned the ISR; the response carries the one applied
     result = AlterIsrPartitionResult(

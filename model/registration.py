@@ -33,16 +33,26 @@ def is_malformed(request: BrokerRegistrationRequest) -> bool:
     )
 
 
-def supports_finalized_features(state: ControllerState, request: BrokerRegistrationRequest) -> bool:
-    """REG-5: the broker's range covers every finalized range (DEC-23)."""
+METADATA_VERSION = "metadata.version"
+"""Kafka's feature for the format of the metadata (DEC-23), which it always finalizes."""
+
+
+def unsupported_features(state: ControllerState, request: BrokerRegistrationRequest) -> Error | None:
+    """REG-5: the refusal of a broker whose ranges do not cover every finalized range (DEC-23), or
+    None. DEC-15, as Kafka checks: a listed range that misses a finalized range first
+    (UNSUPPORTED_VERSION), then a finalized metadata.version the broker does not list
+    (INVALID_REGISTRATION), then any other finalized feature it does not list (UNSUPPORTED_VERSION)."""
     supported = {f.name: f for f in request.features}
-    for finalized in state.image.features.values():
-        offered = supported.get(finalized.name)
-        if offered is None:
-            return False
-        if not (offered.min_supported_version <= finalized.min_level and finalized.max_level <= offered.max_supported_version):
-            return False
-    return True
+    finalized = state.image.features
+    for feature in finalized.values():
+        offered = supported.get(feature.name)
+        if offered is not None and not (offered.min_supported_version <= feature.min_level and feature.max_level <= offered.max_supported_version):
+            return Error.UNSUPPORTED_VERSION
+    if METADATA_VERSION in finalized and METADATA_VERSION not in supported:
+        return Error.INVALID_REGISTRATION
+    if any(name not in supported for name in finalized):
+        return Error.UNSUPPORTED_VERSION
+    return None
 
 
 def handle_broker_registration(state: ControllerState, request: BrokerRegistrationRequest) -> Decision:
@@ -69,9 +79,10 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
         if not lease.lapsed(state.now_ms, state.config) and not lease.released:
             reject("REG-4")
             return Decision(response=BrokerRegistrationResponse(Error.DUPLICATE_BROKER_REGISTRATION), refused_by="REG-4")
-    if not supports_finalized_features(state, request):
+    refusal = unsupported_features(state, request)
+    if refusal is not None:
         reject("REG-5")
-        return Decision(response=BrokerRegistrationResponse(Error.UNSUPPORTED_VERSION), refused_by="REG-5")
+        return Decision(response=BrokerRegistrationResponse(refusal), refused_by="REG-5")
     if retry is not None:
         cite("REG-3")  # DEC-5, kafka profile: the retry amends the registration, keeping its epoch,
         # its fencing and its controlled shutdown

@@ -46,7 +46,7 @@ from ..model.messages import (
     UnregisterBrokerRequest,
 )
 from ..model.records import NO_LEADER
-from ..model.registration import is_malformed, supports_finalized_features
+from ..model.registration import is_malformed, unsupported_features
 from ..model.sessions import SessionTable
 from ..model.state import Config, ControllerState, MetadataImage
 from ..model.partitions import is_eligible_leader
@@ -290,7 +290,7 @@ def _pin_params(world: World, transition: T.Transition, state: ControllerState, 
     elif isinstance(event, BrokerRegistrationRequest):
         well_formed = not is_malformed(event) and event.cluster_id == state.config.cluster_id
         facts += [k["broker"] == W[event.broker_id], k["incarnation"] == world.uuid(event.incarnation_id),
-                  k["well_formed"] == well_formed, k["features_ok"] == supports_finalized_features(state, event)]
+                  k["well_formed"] == well_formed, k["features_ok"] == (unsupported_features(state, event) is None)]
         registered = after.image.brokers.get(event.broker_id) if after is not None else None
         if "session" in k and registered is not None:  # DEC-25: a session of the epoch it is registered with, if any
             session = after.sessions.get(event.broker_id, registered.epoch)

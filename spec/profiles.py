@@ -53,6 +53,7 @@ class Profile:
     leader_epoch_on_replica_removal: bool  # DEC-17
     answered_at_once: tuple[str, ...]  # DEC-21: rule ids
     not_leader_error: str  # DEC-15
+    leader_moved_error: str  # DEC-15: ISR-10
     refused_partition_fields: int  # DEC-15
     unregister_unknown_error: str  # DEC-35
     heartbeat_offset: str  # DEC-2

@@ -32,9 +32,7 @@ EVERYWHERE = {
     "b1_negative_broker_id_registered.jsonl": "failed at step 0 (replies)",
     "b2_kafka_19047_reregister_after_shutdown.jsonl": "failed at step 6 (replies)",
     "b3_kafka_19130_fenced_claim_after_failover.jsonl": "passed",
-    "b4_registration_without_metadata_version.jsonl": "failed at step 0 (replies)",
     # partitions
-    "b9_isr10_new_leader_elected.jsonl": "failed at step 13 (replies)",
     "b10_empty_alter_isr_from_unregistered_broker.jsonl": "failed at step 0 (replies)",
     "b10_empty_alter_isr_answered_at_once.jsonl": "failed at step 1 (replies)",
     "b11_partition_named_twice.jsonl": "failed at step 10 (replies)",

@@ -21,6 +21,9 @@ from kraftspec.model.state import ConfigError, FeatureRange, MetadataImage
 from kraftspec.model.membership import Membership, membership
 from kraftspec.model.messages import (
     REQUEST_TYPES,
+    AlterIsrPartition,
+    AlterIsrRequest,
+    AlterIsrTopic,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     CreatableTopic,
@@ -672,7 +675,8 @@ def test_reg_3_dec_5_a_retry_changes_nothing_in_kip_631_and_amends_the_registrat
 def test_reg_5_dec_5_a_retry_with_unsupported_features_is_refused_only_in_kafka(profile):
     """REG-5, DEC-5: kip-631 answers a retry before looking at its features; kafka checks them again."""
     c = cluster(profile, 1)
-    retry = c.register(1, features=(Feature("metadata.format", 2, 2),))
+    [(name, _, high)] = c.state.config.params.default_features  # DEC-23: the profile's finalized feature
+    retry = c.register(1, features=(Feature(name, high + 1, high + 1),))
     assert retry.error_code == (Error.NONE if profile == KIP_631 else Error.UNSUPPORTED_VERSION)
 
 
@@ -864,7 +868,33 @@ def test_lao_1_dec_9_a_heartbeat_response_has_lowest_acknowledged_offset_in_kip_
 
 
 
+# ---- leader_moved_error (DEC-15) ---------------------------------------------------------------------
+
+
+@each_profile
+def test_isr_10_dec_15_a_change_that_moves_the_leadership_answers_fenced_leader_epoch_in_kip_631_and_new_leader_elected_in_kafka(profile):
+    """ISR-10, DEC-15: the completing change is written in both profiles; seed 000's
+    FENCED_LEADER_EPOCH with -1 fields in kip-631, Kafka's NEW_LEADER_ELECTED with 0 in kafka."""
+    c = cluster(profile, 1, 2, 3, 4)
+    c.create_topic("t", assignment=[[1, 2, 3]])
+    c.reassign("t", [2, 3, 4])
+    topic = c.state.image.topic_named("t").topic_id
+    p = c.partition("t")
+    request = AlterIsrRequest(1, c.epoch(1), [AlterIsrTopic(topic, [AlterIsrPartition(0, p.leader_epoch, p.replicas, p.partition_epoch)])])
+    [result] = c.request(request).topics[0].partitions
+    unknown = -1 if profile == KIP_631 else 0
+    expected = Error.FENCED_LEADER_EPOCH if profile == KIP_631 else Error.NEW_LEADER_ELECTED
+    assert (result.error_code, result.leader_id, result.leader_epoch, result.isr, result.partition_epoch) == (
+        expected, unknown, unknown, (), unknown)
+    after = c.partition("t")
+    assert (after.replicas, after.isr, after.leader) == ((2, 3, 4), (2, 3, 4), 2)
+
+
+
 PARAMETER_TESTS = {
+    "leader_moved_error": (
+        test_isr_10_dec_15_a_change_that_moves_the_leadership_answers_fenced_leader_epoch_in_kip_631_and_new_leader_elected_in_kafka,
+    ),
     "rpc_formats": (
         test_rpc_1_dec_9_api_keys_are_seed_000s_in_kip_631_and_kafkas_in_kafka,
         test_lao_1_dec_9_a_heartbeat_response_has_lowest_acknowledged_offset_in_kip_631_version_1_and_never_in_kafka,

@@ -148,6 +148,21 @@ def test_reg_5_a_broker_must_cover_every_finalized_range():
     assert [f.name for f in c.state.image.brokers[4].features] == ["metadata.format", "group.version", "not.finalized"]
 
 
+@pytest.mark.parametrize("profile", ["kip-631", "kafka"])
+def test_reg_5_a_finalized_metadata_version_left_unlisted_is_an_invalid_registration(profile):
+    """REG-5, DEC-15: with metadata.version finalized, a request that does not list it gets Kafka's
+    INVALID_REGISTRATION, in both profiles; a listed range that misses a finalized level is checked
+    first (UNSUPPORTED_VERSION), and another unlisted finalized feature is UNSUPPORTED_VERSION."""
+    config = Config.for_profile(profile, finalized_features=(FeatureRange("metadata.version", 16, 16), FeatureRange("group.version", 1, 1)))
+    c = Cluster(config)
+    group = Feature("group.version", 0, 1)
+    assert c.register(1, features=(group,)).error_code == Error.INVALID_REGISTRATION
+    assert c.register(2, features=(Feature("group.version", 2, 3),)).error_code == Error.UNSUPPORTED_VERSION
+    assert c.register(3, features=(Feature("metadata.version", 16, 16),)).error_code == Error.UNSUPPORTED_VERSION
+    assert c.register(4, features=(Feature("metadata.version", 16, 17), group)).error_code == Error.NONE
+    assert sorted(c.state.image.brokers) == [4]
+
+
 def test_reg_6_accepted_registration_is_one_record_at_its_epoch_and_starts_fenced():
     """REG-6, DEC-4: BrokerEpoch = the record's offset; the response waits for commit."""
     c = Cluster()

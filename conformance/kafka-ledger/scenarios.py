@@ -85,25 +85,8 @@ def kafka_19130_fenced_claim_after_failover() -> Scenario:
     return _register(s, 1, 1)
 
 
-def registration_without_metadata_version() -> Scenario:
-    """B4 (DEC-23, REG-5): a registration that lists no features. kraftspec: UNSUPPORTED_VERSION for
-    the finalized metadata.format; Kafka: INVALID_REGISTRATION, as it lists no metadata.version."""
-    return _register(_kafka(), 1, features=())
 
 
-
-
-def isr10_new_leader_elected() -> Scenario:
-    """B9 (ISR-10, DEC-15): broker 2 leads t-0 (replicas [2, 1], ISR [2]); a reassignment to [1]
-    waits for broker 1; broker 2's AlterIsr adds it, which completes the reassignment and moves the
-    leadership to broker 1. kraftspec: FENCED_LEADER_EPOCH with -1 fields; Kafka: NEW_LEADER_ELECTED
-    with 0 fields."""
-    s = _kafka().start_brokers(2)
-    s.register(1)
-    s.create_topic("t", [[2, 1]])
-    s.heartbeat(1)
-    _reassign(s, "t", [1])
-    return s.alter_isr(2, "t", s.isr_entry("t", [2, 1]))
 
 
 def empty_alter_isr_from_unregistered_broker() -> Scenario:
@@ -230,8 +213,6 @@ LEDGER: dict[str, Callable[[], Scenario]] = {
     "b1_negative_broker_id_registered": negative_broker_id_registered,
     "b2_kafka_19047_reregister_after_shutdown": kafka_19047_reregister_after_shutdown,
     "b3_kafka_19130_fenced_claim_after_failover": kafka_19130_fenced_claim_after_failover,
-    "b4_registration_without_metadata_version": registration_without_metadata_version,
-    "b9_isr10_new_leader_elected": isr10_new_leader_elected,
     "b10_empty_alter_isr_from_unregistered_broker": empty_alter_isr_from_unregistered_broker,
     "b10_empty_alter_isr_answered_at_once": empty_alter_isr_answered_at_once,
     "b11_partition_named_twice": partition_named_twice,
