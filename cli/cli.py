@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_config(commands)
     add_kafka_matrix(commands)
     add_kafka_causes(commands)
+    from kraftspec.log_tools import add_parsers as add_log_commands
+
+    add_log_commands(commands)
     return parser
 
 
@@ -131,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.kafka_matrix import run_causes
 
             return run_causes(args)
+        from kraftspec.log_tools import COMMANDS as LOG_COMMANDS
+
+        if args.command in LOG_COMMANDS:
+            return LOG_COMMANDS[args.command](args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:
