@@ -22,7 +22,7 @@ from kraftspec.kafka_log import (
     read_directory,
     read_file,
 )
-from kraftspec.model.log_check import CHECKED, LogCheck, check_log
+from kraftspec.model.log_check import CHECKED, LogCheck, check_log, snapshot_differences
 from kraftspec.model.replay import replay_all
 from kraftspec.model.state import Config, MetadataImage
 from kraftspec.model.tools import uuid_text
@@ -96,9 +96,12 @@ def _error(line: str) -> None:
     print(f"kraftspec: {line}", file=sys.stderr)
 
 
-def _record_line(entry, args) -> str:
+def _record_line(entry, batch: Batch, args) -> str:
     if args.skip_record_metadata:
         return " " + entry.payload_line() if args.cluster_metadata_decoder else ""
+    if batch.format == "kraftspec":  # a frame, with neither key nor timestamp
+        line = f"| offset: {entry.offset} position: {entry.position} frameSize: {len(entry.value or b'')}"
+        return line + (" " + entry.payload_line() if args.cluster_metadata_decoder else "")
     key_size = -1 if entry.key is None else len(entry.key)
     value_size = -1 if entry.value is None else len(entry.value)
     headers = "[" + ",".join(name for name, _ in entry.headers) + "]"
@@ -145,7 +148,7 @@ def dump_log(args) -> int:
                 continue
             print(batch.metadata_line())
             for entry in batch.entries:
-                line = _record_line(entry, args)
+                line = _record_line(entry, batch, args)
                 if line:
                     print(line)
         for problem in read.problems:
@@ -263,9 +266,9 @@ def check_directory(directory: str, profile_name: str | None = None) -> dict[str
         compared = "invariants"
         if from_offset <= snapshot.end_offset <= end:
             upto = [r for batch in _records(log_batches, from_offset) for (o, r) in batch if o < snapshot.end_offset]
-            if replay_all(base, upto) != snap.image:
-                problems.append(Problem(snapshot.path, 0, f"LOG-12: the snapshot's state differs from the log replayed to offset "
-                                        f"{snapshot.end_offset}", snapshot.end_offset, "records"))
+            for difference in snapshot_differences(snap.image, replay_all(base, upto)):
+                problems.append(Problem(snapshot.path, 0, f"LOG-12: unlike the log replayed to offset {snapshot.end_offset}: "
+                                        f"{difference}", snapshot.end_offset, "records"))
             compared = "invariants and the log's replay"
         snapshots_checked.append({"file": snapshot.path, "endOffset": snapshot.end_offset, "checked": compared})
 

@@ -154,6 +154,7 @@ class KafkaNode:
             "auto.create.topics.enable": "false",
             "controlled.shutdown.enable": "true",
             "log.flush.interval.messages": "1",
+            "metadata.log.max.snapshot.interval.ms": "1000",
         }
         self.config.parent.mkdir(parents=True, exist_ok=True)
         self.config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))

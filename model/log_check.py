@@ -24,7 +24,7 @@ from .invariants import STATE_INVARIANTS
 from .records import RegisterBrokerRecord, RemoveTopicRecord
 from .replay import _REPLAY, replay
 from .rules import cite
-from .state import Config, ControllerState, MetadataImage, Snapshot
+from .state import Config, ControllerState, MetadataImage, Snapshot, replace
 
 UNCHECKED = ("INV-8", "INV-10")
 """State invariants a log alone cannot show: INV-8 is the replay itself; INV-10 is about leases."""
@@ -148,3 +148,29 @@ def check_log(
         end = snapshot_end
         violations += [Violation(snapshot_end, name, m) for name, m in image_violations(image, end, config)]
     return LogCheck(image, tuple(violations), lifecycle, other, count, end)
+
+
+def _keyed(image: MetadataImage) -> MetadataImage:
+    """``image`` with each registration's listeners and features in name order: Kafka keeps them in
+    a map keyed by name (``mapKey`` in its schema), so a snapshot may list them in another order
+    than the registration record did."""
+    brokers = {
+        b: replace(r, end_points=None if r.end_points is None else tuple(sorted(r.end_points, key=lambda e: e.name)),
+                   features=None if r.features is None else tuple(sorted(r.features, key=lambda f: f.name)))
+        for b, r in image.brokers.items()
+    }
+    return replace(image, brokers=brokers)
+
+
+def snapshot_differences(snapshot: MetadataImage, log: MetadataImage) -> list[str]:
+    """LOG-12: how the state a snapshot holds differs from the log replayed to its end offset
+    (empty when they agree), by broker, feature, topic and partition."""
+    cite("LOG-12")
+    a, b = _keyed(snapshot), _keyed(log)
+    out = []
+    for what, left, right in (("feature", a.features, b.features), ("broker", a.brokers, b.brokers),
+                              ("topic", a.topics, b.topics), ("partition", a.partitions, b.partitions)):
+        for key in sorted(set(left) | set(right), key=str):
+            if left.get(key) != right.get(key):
+                out.append(f"{what} {key}: the snapshot has {left.get(key)}, the log {right.get(key)}")
+    return out
