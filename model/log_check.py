@@ -167,9 +167,11 @@ def snapshot_differences(snapshot: MetadataImage, log: MetadataImage) -> list[st
     (empty when they agree), by broker, feature, topic and partition."""
     cite("LOG-12")
     a, b = _keyed(snapshot), _keyed(log)
-    out = []
-    for what, left, right in (("feature", a.features, b.features), ("broker", a.brokers, b.brokers),
-                              ("topic", a.topics, b.topics), ("partition", a.partitions, b.partitions)):
+    out: list[str] = []
+    pairs: tuple[tuple[str, dict[Any, Any], dict[Any, Any]], ...] = (
+        ("feature", a.features, b.features), ("broker", a.brokers, b.brokers),
+        ("topic", a.topics, b.topics), ("partition", a.partitions, b.partitions))
+    for what, left, right in pairs:
         for key in sorted(set(left) | set(right), key=str):
             if left.get(key) != right.get(key):
                 out.append(f"{what} {key}: the snapshot has {left.get(key)}, the log {right.get(key)}")
