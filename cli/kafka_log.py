@@ -169,6 +169,7 @@ class Entry:
     data: dict[str, Any] | None = None
     payload: bytes | None = None  # the record's bytes after its frame, when not decoded
     note: str | None = None  # why the fields are not decoded
+    frame_type: int | None = None  # the frame type a kraftspec impl frame begins with (DEC-10)
 
     def payload_json(self) -> dict[str, Any]:
         """TOOL-4's ``{"type":...,"version":...,"data":...}``; ``hex`` in place of ``data`` when
@@ -484,7 +485,7 @@ def decode_frame(entry: Entry, frame: bytes, base: int, params: Profile | None =
     """Fill ``entry`` from a kraftspec impl frame: decoded in ``params``'s formats, or in those of
     the profile whose frame type it carries."""
     cur = _Cursor(frame, 0, len(frame), base)
-    frame_type = cur.uvarint("frame type")
+    frame_type = entry.frame_type = cur.uvarint("frame type")
     entry.api_key = cur.uvarint("record type")
     entry.version = cur.uvarint("record version")
     entry.payload = frame[cur.pos:]

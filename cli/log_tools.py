@@ -20,6 +20,7 @@ from kraftspec.kafka_log import (
     Problem,
     file_kind,
     read_directory,
+    profile_of_frame_type,
     read_file,
 )
 from kraftspec.model.log_check import CHECKED, LogCheck, check_log, snapshot_differences
@@ -201,9 +202,10 @@ def _infer_profile(log: MetadataLog) -> str:
         return "kafka"
     for batch in log.log_batches():
         for entry in batch.entries:
-            if entry.record is not None:
-                kafka_style = getattr(type(entry.record), "FORMATS", "seed-000") != "seed-000"
-                return "kafka" if kafka_style else "kip-631"
+            if entry.frame_type is not None:
+                chosen = profile_of_frame_type(entry.frame_type)  # DEC-10: the frame type names the profile
+                if chosen is not None:
+                    return chosen.name
     return "kip-631"
 
 

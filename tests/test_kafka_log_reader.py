@@ -318,3 +318,28 @@ def test_a_corrupt_impl_segment_is_reported(impl_directory, tmp_path, capsys):
     segment.write_bytes(bytes(data))
     status, _, err = cli(capsys, "check-log", str(copy))
     assert status == 1 and f"{segment}: byte {batches[2].position + 4} (offset {batches[2].base_offset}), crc: CRC-32 mismatch" in err
+
+
+def snapshot_file(records: list[bytes]) -> bytes:
+    """A Kafka checkpoint: SnapshotHeader, the records, SnapshotFooter."""
+    header = kafka_batch(0, [struct.pack(">hq", 0, 1000) + b"\x00"], control=True, keys=[struct.pack(">hh", 0, 3)])
+    body = kafka_batch(1, records)
+    footer = kafka_batch(1 + len(records), [struct.pack(">h", 0) + b"\x00"], control=True, keys=[struct.pack(">hh", 0, 4)])
+    return header + body + footer
+
+
+def test_tool_6_a_log_that_starts_later_is_replayed_from_its_snapshot(tmp_path, capsys):
+    """TOOL-6, LOG-12: the log's first segment starts at offset 5; the checkpoint ending there gives
+    the state before it. Without the checkpoint the state before offset 5 is unknown: a problem."""
+    state = [frame(kafka.FeatureLevelRecord("metadata.version", 16)), registration(1, 2), frame(kafka.TopicRecord("alpha", TOPIC)),
+             frame(PartitionRecord(0, TOPIC, (1,), (1,), (), (), 1, 0, 0))]
+    folder = write_log(tmp_path, kafka_batch(5, [frame(PartitionChangeRecord(0, TOPIC, leader=-1))]), "00000000000000000005.log")
+    (folder / "00000000000000000005-0000000001.checkpoint").write_bytes(snapshot_file(state))
+    status, out, err = cli(capsys, "check-log", str(folder), "--json")
+    report = json.loads(out)
+    assert status == 0 and report["startedFrom"].endswith("00000000000000000005-0000000001.checkpoint"), err
+    assert report["topics"][0]["partitions"][0]["leader"] == -1 and report["brokers"][0]["id"] == 1
+    (folder / "00000000000000000005-0000000001.checkpoint").unlink()
+    status, out, _ = cli(capsys, "check-log", str(folder), "--json")
+    [problem] = json.loads(out)["problems"]
+    assert status == 1 and problem["field"] == "logStartOffset" and problem["offset"] == 5
