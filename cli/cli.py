@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_kafka_matrix(commands)
     add_kafka_causes(commands)
     add_storage_commands(commands)
+    from kraftspec.log_tools import add_parsers as add_log_commands
+
+    add_log_commands(commands)
     return parser
 
 
@@ -137,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.storage import run as storage
 
             return storage(args)
+        from kraftspec.log_tools import COMMANDS as LOG_COMMANDS
+
+        if args.command in LOG_COMMANDS:
+            return LOG_COMMANDS[args.command](args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:
