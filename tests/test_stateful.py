@@ -39,7 +39,7 @@ from hypothesis.stateful import (
 )
 
 from cluster import incarnation
-from kraftspec.conformance.jsonform import to_json
+from kraftspec.conformance.jsonform import qualified, to_json
 from kraftspec.conformance.simulation import features_of
 from kraftspec.conformance.lockstep import Lockstep, response_version
 from kraftspec.impl import alter_isr as impl_alter_isr
@@ -477,7 +477,8 @@ def soft_state_of_model(state) -> dict:
         "committed": state.committed_offset,
         "uncommitted batches": [(b.base_offset, len(b.records)) for b in state.uncommitted_batches()],
         "waiting": [
-            (p.release_offset, p.seq, to_json(p.response, response_version(p.request), type(p.response).__name__))
+            (p.release_offset, p.seq,
+             to_json(p.response, response_version(p.request), qualified(type(p.response).__name__, state.config.params.rpc_formats)))
             for p in state.pending
         ],
         "leases": {
@@ -506,7 +507,8 @@ def soft_state_of_impl(controller: Controller) -> dict:
         "log end": controller.log_end_offset,
         "committed": controller.committed_offset,
         "uncommitted batches": [(base, len(records)) for base, records in controller.batches],
-        "waiting": [(release, seq, to_json(response, version)) for release, seq, _, version, response in controller.pending],
+        "waiting": [(release, seq, to_json(response, version, qualified(type(response).__name__, controller.config.params.rpc_formats)))
+                    for release, seq, _, version, response in controller.pending],
         "leases": {
             b: (lease.last_contact_ms, lease.metadata_offset, lease.in_controlled_shutdown, lease.released)
             for b, lease in controller.leases.leases.items()
