@@ -3,7 +3,7 @@
 The *runtime rules* are those the model's controller can name while it handles an event: the ids
 in ``cite("...")`` and ``reject("...")`` calls in ``model/*.py``, leaving out the modules that are
 not the controller (``broker.py``, the broker's own state machine; ``framing.py``, record
-encoding; ``tools.py``, the operator tools' formats; ``membership.py``; ``invariants.py``). The
+encoding; ``tools.py``, the operator tools' formats; ``log_check.py``, the check of a log on disk; ``membership.py``; ``invariants.py``). The
 source is read, not imported, and a local helper that passes its argument on to ``reject`` (the
 ``refuse("ISR-3", ...)`` of alter_isr.py) counts as a citing call too.
 
@@ -43,7 +43,7 @@ from kraftspec.spec import rules, title
 from .adapters import model_config
 from .trace import Trace, TraceError, read_all
 
-NOT_CONTROLLER_MODULES = ("broker.py", "framing.py", "tools.py", "membership.py", "invariants.py")
+NOT_CONTROLLER_MODULES = ("broker.py", "framing.py", "tools.py", "log_check.py", "membership.py", "invariants.py")
 CITING = ("cite", "reject")
 
 NOT_REACHABLE_BY_EVENTS = {
@@ -58,6 +58,7 @@ TEST_ONLY_KINDS = {
     "broker.py": "the broker's own state machine (model/broker.py)",
     "framing.py": "record framing (model/framing.py)",
     "tools.py": "the operator tools (model/tools.py)",
+    "log_check.py": "the check of a metadata log on disk (model/log_check.py)",
     "membership.py": "membership (model/membership.py)",
     "invariants.py": "an invariant, checked after every step (model/invariants.py)",
 }

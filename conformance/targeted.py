@@ -32,7 +32,7 @@ from pathlib import Path
 from attrs import frozen
 
 from kraftspec.model import Commit, Config, initial_state, step
-from kraftspec.model.messages import AlterIsrPartition, Feature, UnregisterBrokerRequest
+from kraftspec.model.messages import AlterIsrPartition, AlterIsrRequest, Feature, UnregisterBrokerRequest
 from kraftspec.spec import title
 from kraftspec.spec.profiles import profile_names
 
@@ -92,6 +92,15 @@ def partition_named_twice(config: Config | None = None) -> Scenario:
     return s.alter_isr(1, "orders", s.isr_entry("orders", [1]), s.isr_entry("orders", [1, 2]))
 
 
+def empty_alter_isr(config: Config | None = None) -> Scenario:
+    """ISR-12: a leader sends an AlterIsr with no topics while a batch is in flight, then a broker id
+    that is not registered sends one."""
+    s = Scenario(config).start_brokers(1)
+    s.send(UnregisterBrokerRequest(7))  # a write of nothing, whose answer waits for the log as it stood
+    s.send(AlterIsrRequest(1, s.epoch(1), []))
+    return s.send(AlterIsrRequest(7, 0, [])).commit()
+
+
 def negative_metadata_offset(config: Config | None = None) -> Scenario:
     """LEASE-5: a registered broker heartbeats with CurrentMetadataOffset -1."""
     return Scenario(config).register(1).heartbeat(1, offset=-1)
@@ -117,6 +126,7 @@ SCENARIOS: dict[str, Callable[[Config | None], Scenario]] = {
     "ISR-6": stale_partition_epoch,
     "ISR-8": fenced_replica_in_isr,
     "ISR-11": partition_named_twice,
+    "ISR-12": empty_alter_isr,
     "LEASE-5": negative_metadata_offset,
     "REG-5": unsupported_features,
     "UNREG-1": unknown_broker_unregistered,

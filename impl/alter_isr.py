@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 
 
 def handle_alter_isr(controller: Controller, request, version: int):
-    """ISR-1 to ISR-11."""
+    """ISR-1 to ISR-12."""
+    if not request.topics:  # ISR-12, DEC-15: NONE before any check; at once in kafka (DEC-21)
+        return Refused("ISR-12", AlterIsrResponse(error_code=Error.NONE))
     registration = controller.state.cluster.brokers.get(request.broker_id)
     if registration is None or registration.epoch != request.broker_epoch:
         return Refused("ISR-2", AlterIsrResponse(error_code=Error.STALE_BROKER_EPOCH))

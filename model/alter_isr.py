@@ -21,6 +21,9 @@ from .state import ControllerState
 
 
 def handle_alter_isr(state: ControllerState, request: AlterIsrRequest) -> Decision:
+    if not request.topics:
+        cite("ISR-12")  # DEC-15: NONE before any check, as Kafka answers; at once in kafka (DEC-21)
+        return Decision(response=AlterIsrResponse(Error.NONE), refused_by="ISR-12")
     registration = state.image.brokers.get(request.broker_id)
     if registration is None or registration.epoch != request.broker_epoch:
         reject("ISR-2")  # the whole request is refused

@@ -17,8 +17,9 @@ class Decision:
     ``records`` are appended as one batch (LOG-4); ``response`` is released when they
     commit (LOG-7); ``leases`` is the controller's soft state after the request, or None
     when the request did not touch it; ``sessions`` likewise for Kafka's session table (DEC-25, the
-    kafka profile). ``refused_by`` names the rule that refused the request as a whole, if one did:
-    the profile says which such refusals are answered at once (DEC-21).
+    kafka profile). ``refused_by`` names the rule that refused the request as a whole, if one did, or
+    that answered it as a whole without looking further (ISR-12): the profile says which such
+    answers are given at once (DEC-21).
     """
 
     records: tuple[Record, ...] = ()

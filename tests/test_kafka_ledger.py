@@ -33,8 +33,6 @@ EVERYWHERE = {
     "b2_kafka_19047_reregister_after_shutdown.jsonl": "failed at step 6 (replies)",
     "b3_kafka_19130_fenced_claim_after_failover.jsonl": "passed",
     # partitions
-    "b10_empty_alter_isr_from_unregistered_broker.jsonl": "failed at step 0 (replies)",
-    "b10_empty_alter_isr_answered_at_once.jsonl": "failed at step 1 (replies)",
     "b11_partition_named_twice.jsonl": "failed at step 10 (replies)",
     "b12_replaced_reassignment_adding_and_removing.jsonl": "failed at step 12 (records)",
     "b13_list_reassignments_reads_uncommitted_partitions.jsonl": "failed at step 13 (replies)",

@@ -9,6 +9,7 @@ from kraftspec.model import Error
 from kraftspec.model.messages import (
     AlterIsrPartition,
     AlterIsrRequest,
+    AlterIsrResponse,
     AlterIsrTopic,
     CreatableTopic,
     CreateTopicsRequest,
@@ -289,6 +290,22 @@ def test_isr_10_a_change_that_removes_the_requester_answers_fenced_leader_epoch(
     assert response.error_code == Error.FENCED_LEADER_EPOCH and response.isr == ()
     p = c.partition("t")
     assert (p.replicas, p.isr, p.leader) == ((2, 3, 4), (2, 3, 4), 2)
+
+
+@pytest.mark.parametrize("profile", ["kip-631", "kafka"])
+def test_isr_12_an_alter_isr_with_no_topics_is_answered_none_before_any_check(profile):
+    """ISR-12, DEC-15, DEC-21: NONE with no topics, nothing written, even for an unregistered
+    requester; kip-631 holds the answer until the log as it stood commits, kafka answers at once."""
+    c = Cluster(profile=profile)
+    c.start_brokers(1)
+    c.create_topic("t", assignment=[[1]], commit=False)  # an uncommitted batch the answer may wait for
+    for broker_id, epoch in ((1, c.epoch(1)), (9, 4)):
+        result = c.send(AlterIsrRequest(broker_id, epoch, []))
+        assert c.records(result) == []
+        answered = c.replies.get(result.seq)
+        assert (answered is None) == (profile == "kip-631")
+    c.commit()
+    assert [c.replies[seq] for seq in sorted(c.replies)][-2:] == [AlterIsrResponse(Error.NONE)] * 2
 
 
 def test_isr_11_a_partition_named_twice_is_refused():

@@ -644,7 +644,7 @@ def test_log_7_dec_21_only_the_listed_refusals_are_answered_at_once():
     kip-631 profile's is empty."""
     assert Config.for_profile("kip-631").params.answered_at_once == ()
     assert set(Config.for_profile("kafka").params.answered_at_once) == {
-        "REG-1", "REG-2", "REG-4", "REG-5", "LEASE-3", "LEASE-4", "RPC-2", "UNREG-1", "ISR-2", "TOPIC-10", "TOPIC-11"}
+        "REG-1", "REG-2", "REG-4", "REG-5", "LEASE-3", "LEASE-4", "RPC-2", "UNREG-1", "ISR-2", "ISR-12", "TOPIC-10", "TOPIC-11"}
 
 
 

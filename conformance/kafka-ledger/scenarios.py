@@ -89,17 +89,8 @@ def kafka_19130_fenced_claim_after_failover() -> Scenario:
 
 
 
-def empty_alter_isr_from_unregistered_broker() -> Scenario:
-    """B10 (ISR-2): an AlterIsr with no topics from a broker that is not registered. kraftspec:
-    STALE_BROKER_EPOCH; Kafka answers an AlterPartition with no topics NONE, checking nothing."""
-    return _kafka().send(AlterIsrRequest(2, 1, []))
 
 
-def empty_alter_isr_answered_at_once() -> Scenario:
-    """B10 (ISR-1, DEC-21): broker 1's registration is not committed yet when it sends an AlterIsr
-    with no topics. kraftspec holds the NONE until the log commits; Kafka answers it at once."""
-    s = _register(_kafka(), 1)
-    return s.send(AlterIsrRequest(1, s.epoch(1), []))
 
 
 def partition_named_twice() -> Scenario:
@@ -213,8 +204,6 @@ LEDGER: dict[str, Callable[[], Scenario]] = {
     "b1_negative_broker_id_registered": negative_broker_id_registered,
     "b2_kafka_19047_reregister_after_shutdown": kafka_19047_reregister_after_shutdown,
     "b3_kafka_19130_fenced_claim_after_failover": kafka_19130_fenced_claim_after_failover,
-    "b10_empty_alter_isr_from_unregistered_broker": empty_alter_isr_from_unregistered_broker,
-    "b10_empty_alter_isr_answered_at_once": empty_alter_isr_answered_at_once,
     "b11_partition_named_twice": partition_named_twice,
     "b12_replaced_reassignment_adding_and_removing": replaced_reassignment_adding_and_removing,
     "b13_list_reassignments_reads_uncommitted_partitions": list_reassignments_reads_uncommitted_partitions,
