@@ -22,6 +22,7 @@ from attrs import evolve
 
 from kraftspec.model import Config
 from kraftspec.model.messages import (
+    AlterIsrRequest,
     AlterPartitionReassignmentsRequest,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
@@ -42,7 +43,7 @@ from .adapters import ModelAdapter, committed_of, config_json, event_json, outpu
 from .simulation import TOPIC, Simulation, features_of, older_features
 from .trace import Header, Step, Trace
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4  # 4: a faulty leader may send an AlterIsr with no topics (ISR-12)
 FAULTS = ("lost-response", "duplicate-broker", "stale-epoch", "late-heartbeat", "commit-delay", "failover", "malformed",
           "faulty-leader", "operator-mistakes")
 VIEWS_KEPT = 3  # earlier versions of each partition a lagging leader may still act on
@@ -190,7 +191,7 @@ class FaultySimulation(Simulation):
     def faulty_alter_isr(self):
         """A partition leader's AlterIsr gone wrong: decided on an earlier version of its
         partition and arriving late, from a previous process, from a follower, naming the
-        partition twice, or with a malformed ISR."""
+        partition twice, with a malformed ISR, or with no topics at all."""
         rng, image = self.rng, self.state.image
         led = self.led()
         followed = [p for p in led if any(r != p.leader and r in image.brokers for r in p.replicas)]
@@ -217,7 +218,9 @@ class FaultySimulation(Simulation):
         if kind == "named twice":
             return (f"leader {p.leader} sends two ISR changes for {self.partition_name(p)} in one request",
                     self.isr_request(p.leader, epoch, p, [p.leader], list(p.isr)))
-        isr = rng.choice([[], [p.leader, p.leader], [p.leader, 77], [r for r in p.isr if r != p.leader] or [77]])
+        isr = rng.choice([[], [p.leader, p.leader], [p.leader, 77], [r for r in p.isr if r != p.leader] or [77], None])
+        if isr is None:
+            return f"leader {p.leader} sends an AlterIsr that names no topic", AlterIsrRequest(p.leader, epoch, [])
         return f"leader {p.leader} sends a malformed ISR {isr}", self.isr_request(p.leader, epoch, p, isr)
 
     def delayed_alter_isr(self):

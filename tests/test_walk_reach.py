@@ -22,7 +22,7 @@ def test_a_few_hundred_walks_reach_every_rule_an_event_can_reach():
 @pytest.mark.parametrize(
     "fault, rules",
     [
-        ("faulty-leader", {"ISR-2", "ISR-3", "ISR-4", "ISR-5", "ISR-6", "ISR-7", "ISR-8", "ISR-11"}),
+        ("faulty-leader", {"ISR-2", "ISR-3", "ISR-4", "ISR-5", "ISR-6", "ISR-7", "ISR-8", "ISR-11", "ISR-12"}),
         ("malformed", {"REG-1", "REG-2", "REG-5", "LEASE-3", "LEASE-5", "RPC-2"}),
         ("operator-mistakes", {"UNREG-1", "UNREG-2", "REASSIGN-3", "TOPIC-2"}),
     ],
