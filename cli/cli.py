@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kraftspec.conform import add_parser as add_conform
     from kraftspec.kafka_matrix import add_causes_parser as add_kafka_causes
     from kraftspec.kafka_matrix import add_parser as add_kafka_matrix
+    from kraftspec.metadata_shell import add_parser as add_metadata_shell
     from kraftspec.prove import add_parser as add_prove
     from kraftspec.traces import add_parsers as add_trace_commands
 
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_config(commands)
     add_kafka_matrix(commands)
     add_kafka_causes(commands)
+    add_metadata_shell(commands)
     return parser
 
 
@@ -131,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.kafka_matrix import run_causes
 
             return run_causes(args)
+        if args.command == "metadata-shell":
+            from kraftspec.metadata_shell import run as metadata_shell
+
+            return metadata_shell(args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:
