@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kraftspec.kafka_matrix import add_causes_parser as add_kafka_causes
     from kraftspec.kafka_matrix import add_parser as add_kafka_matrix
     from kraftspec.metadata_shell import add_parser as add_metadata_shell
+    from kraftspec.metrics import add_parser as add_metrics
     from kraftspec.prove import add_parser as add_prove
     from kraftspec.traces import add_parsers as add_trace_commands
 
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_kafka_matrix(commands)
     add_kafka_causes(commands)
     add_metadata_shell(commands)
+    add_metrics(commands)
     return parser
 
 
@@ -137,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.metadata_shell import run as metadata_shell
 
             return metadata_shell(args)
+        if args.command == "metrics":
+            from kraftspec.metrics import run as metrics
+
+            return metrics(args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:
