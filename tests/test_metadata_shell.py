@@ -251,6 +251,7 @@ def test_tool_5_the_prompt_runs_commands_and_keeps_its_history_in_the_state_dir(
         out, err = io.StringIO(), io.StringIO()
         with create_pipe_input() as keyboard:
             keyboard.send_text(keys)
+            keyboard.close()  # then the end of input, which ends a session that has not said exit
             assert interactive(Shell(tree), history, out, err, prompt_input=keyboard, prompt_output=DummyOutput()) == 0
         return out.getvalue(), err.getvalue()
 
