@@ -83,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     from kraftspec.conform import add_parser as add_conform
     from kraftspec.kafka_matrix import add_causes_parser as add_kafka_causes
     from kraftspec.kafka_matrix import add_parser as add_kafka_matrix
+    from kraftspec.metadata_shell import add_parser as add_metadata_shell
+    from kraftspec.metrics import add_parser as add_metrics
     from kraftspec.prove import add_parser as add_prove
     from kraftspec.storage import add_parsers as add_storage_commands
     from kraftspec.traces import add_parsers as add_trace_commands
@@ -98,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     from kraftspec.log_tools import add_parsers as add_log_commands
 
     add_log_commands(commands)
+    add_metadata_shell(commands)
+    add_metrics(commands)
     return parser
 
 
@@ -144,6 +148,14 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.command in LOG_COMMANDS:
             return LOG_COMMANDS[args.command](args)
+        if args.command == "metadata-shell":
+            from kraftspec.metadata_shell import run as metadata_shell
+
+            return metadata_shell(args)
+        if args.command == "metrics":
+            from kraftspec.metrics import run as metrics
+
+            return metrics(args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:

@@ -70,6 +70,9 @@ def add_parser(commands) -> None:
                          help="events after the warm start, with --exhaustive (default 3)")
     add_profile_option(conform, "the behaviour profile to generate the traces under, with its default timings "
                        "(a subprocess server that does not list it reports every trace not supported)")
+    from kraftspec.conform_metrics import add_option as add_metrics_option
+
+    add_metrics_option(conform)
 
 
 def run(args) -> int:
@@ -212,9 +215,14 @@ def _conform(spark, workload, args, out: Path) -> int:
           f"{workload.seeds.stop - 1}), profile {workload.profile}, adapter {workload.adapter}, level {workload.level}, "
           f"master {spark.sparkContext.master}", flush=True)
     started = time.perf_counter()
-    with _TaskProgress(spark, "replaying", workload.traces * workload.steps):
-        results = run_job(spark, workload, out, args.tasks)
-        summary = summarize(results, workload, time.perf_counter() - started, KEPT_FAILURES)
+    metrics = _metrics(spark, workload, args)
+    try:
+        with _TaskProgress(spark, "replaying", workload.traces * workload.steps):
+            results = run_job(spark, workload, out, args.tasks, tap=metrics.tap)
+            summary = summarize(results, workload, time.perf_counter() - started, KEPT_FAILURES)
+        metrics.finish(summary, results, out)  # OUT/metrics.prom
+    finally:
+        metrics.close()
     results.unpersist()
     if summary.failed:
         shown = _ShrinkProgress()
@@ -236,6 +244,15 @@ def _conform(spark, workload, args, out: Path) -> int:
     return 0 if summary.failed == 0 else 1
 
 
+def _metrics(spark, workload, args):
+    """The run's metrics (cli/conform_metrics.py), served on --metrics-port if given."""
+    from kraftspec.conform_metrics import ConformMetrics
+
+    metrics = ConformMetrics(spark, workload.traces)
+    metrics.serve(getattr(args, "metrics_port", 0))
+    return metrics
+
+
 def table(data: dict, out: Path) -> str:
     """The summary as a few readable lines."""
     lines = [f"  traces   {data['traces']:>12,}  passed {data['passed']:,}  failed {data['failed']:,}",
@@ -255,7 +272,8 @@ def table(data: dict, out: Path) -> str:
         lines.append(f"  shrunk   seed {divergence['seed']} to {divergence['events']} events: {divergence['path']}\n"
                      f"           {divergence['replay']}")
     written = [f"{out}/{name}" for name in ("results", "traces") if (out / name).exists()]
-    lines.append(f"  written  {', '.join(written)} (Parquet), {out}/summary.json")
+    prom = f", {out}/metrics.prom" if (out / "metrics.prom").exists() else ""
+    lines.append(f"  written  {', '.join(written)} (Parquet), {out}/summary.json{prom}")
     if (out / "divergences").exists():
         lines.append(f"           {out}/divergences: the failing traces as files (README.md lists them)")
     lines.append(f"  report   {out}/report.html")

@@ -238,6 +238,7 @@ class ImplAdapter:
 
     def __init__(self) -> None:
         self.controller: Controller | None = None
+        self.last_metrics: dict[str, int | float | None] | None = None  # METRIC-1 to METRIC-6 as the last replay ended
 
     def start(self, config: dict[str, Any]) -> None:
         self.controller = Controller(impl_config(config))
@@ -278,6 +279,8 @@ class ImplAdapter:
         return [{"type": type(r).__name__, "data": fast_to_json(r, r.record_version)} for r in self.controller.committed_records()]
 
     def close(self) -> None:
+        if self.controller is not None:
+            self.last_metrics = self.controller.metrics.values(self.controller)
         self.controller = None
 
     # ---- the fast path: the trace in impl's own objects --------------------------------------------

@@ -3,7 +3,8 @@
 The *runtime rules* are those the model's controller can name while it handles an event: the ids
 in ``cite("...")`` and ``reject("...")`` calls in ``model/*.py``, leaving out the modules that are
 not the controller (``broker.py``, the broker's own state machine; ``framing.py``, record
-encoding; ``tools.py``, the operator tools' formats; ``log_check.py``, the check of a log on disk; ``membership.py``; ``invariants.py``). The
+encoding; ``tools.py``, the operator tools' formats; ``log_check.py``, the check of a log on disk; ``membership.py``; ``invariants.py``; ``metrics.py``, the
+metrics computed from the controller's state). The
 source is read, not imported, and a local helper that passes its argument on to ``reject`` (the
 ``refuse("ISR-3", ...)`` of alter_isr.py) counts as a citing call too.
 
@@ -43,7 +44,7 @@ from kraftspec.spec import rules, title
 from .adapters import model_config
 from .trace import Trace, TraceError, read_all
 
-NOT_CONTROLLER_MODULES = ("broker.py", "framing.py", "tools.py", "log_check.py", "membership.py", "invariants.py")
+NOT_CONTROLLER_MODULES = ("broker.py", "framing.py", "tools.py", "log_check.py", "membership.py", "invariants.py", "metrics.py")
 CITING = ("cite", "reject")
 
 NOT_REACHABLE_BY_EVENTS = {
@@ -61,12 +62,14 @@ TEST_ONLY_KINDS = {
     "log_check.py": "the check of a metadata log on disk (model/log_check.py)",
     "membership.py": "membership (model/membership.py)",
     "invariants.py": "an invariant, checked after every step (model/invariants.py)",
+    "metrics.py": "a metric, computed from the controller's state (model/metrics.py)",
 }
 TEST_ONLY_PREFIXES = {
     "DEC": "a decision, cited beside the rules it shapes",
     "INV": "an invariant, checked after every step (model/invariants.py)",
     "TOOL": "the operator tools (model/tools.py)",
     "CONF": "configuration",
+    "METRIC": "a metric, computed from the controller's state (model/metrics.py)",
 }
 STRUCTURAL = "structural: the message classes, schemas or configuration enforce it"
 

@@ -84,19 +84,23 @@ RESULT_FIELDS = (
     ("faults", "array<string>"), ("level", "string"), ("passed", "boolean"), ("passed_responses", "boolean"),
     ("passed_state", "boolean"), ("passed_records", "boolean"), ("divergence_step", "int"),
     ("divergence_part", "string"), ("report", "string"), ("rules", "map<string,int>"), ("seconds", "double"),
-    ("trace", "string"),
+    ("controller_metrics", "map<string,double>"), ("trace", "string"),
 )
 """One row per trace. ``passed_<level>`` is null above the level asked for and above the first level
 that failed (not reached: see :func:`level_verdicts`); ``report`` and the
 divergence columns are null for a trace that passes; ``trace`` (the JSON Lines) is kept as
-``Workload.keep_traces`` says; ``rules`` counts how often each rule fired in the trace."""
+``Workload.keep_traces`` says; ``rules`` counts how often each rule fired in the trace;
+``controller_metrics`` are the metrics of spec/operations.md (METRIC-1 to METRIC-6) of the controller
+at the end of the trace, from an adapter that reports them (impl), null otherwise."""
 
 
 def check_seed(seed: int, workload: Workload, adapter) -> dict[str, Any]:
     """Generate the seed's walk and replay it against ``adapter``: the trace's row."""
     started = time.perf_counter()
     trace = workload.walk(seed)
+    _controller_metrics(adapter)  # none left from the trace before
     verdict = replayed(trace, adapter, workload.level)
+    metrics = _controller_metrics(adapter)
     passed = level_verdicts(verdict, workload.level, lambda level: replayed(trace, adapter, level).passed)
     params = trace.header.generator["params"]
     fired = Counter(_start_rules(trace.header.config)) + Counter(rule for step in trace.steps for rule in step.rules)
@@ -110,9 +114,18 @@ def check_seed(seed: int, workload: Workload, adapter) -> dict[str, Any]:
         "divergence_part": verdict.divergence.part if verdict.divergence else
         ("not supported" if verdict.not_supported else None),
         "report": None if verdict.passed else verdict.report(workload.adapter) + f"\n  again:   {workload.repro(seed)}",
-        "rules": dict(fired), "seconds": time.perf_counter() - started,
+        "rules": dict(fired), "seconds": time.perf_counter() - started, "controller_metrics": metrics,
         "trace": "\n".join(trace.lines()) + "\n" if keep else None,
     }
+
+
+def _controller_metrics(adapter) -> dict[str, float] | None:
+    """The metrics the adapter's controller had when its last replay ended, if it reports them; taken."""
+    values = getattr(adapter, "last_metrics", None)
+    if values is None:
+        return None
+    adapter.last_metrics = None
+    return {name: float(value) for name, value in values.items() if value is not None}
 
 
 def replayed(trace, adapter, level: str):
@@ -214,10 +227,10 @@ def result_schema() -> str:
     return ", ".join(f"{name} {kind}" for name, kind in RESULT_FIELDS)
 
 
-def run_job(spark, workload: Workload, out: Path, tasks: int | None = None):
+def run_job(spark, workload: Workload, out: Path, tasks: int | None = None, tap=None):
     """Check every seed of ``workload`` on Spark and write ``out/results`` and, when some trace is
     kept, ``out/traces`` as Parquet, in a few large files; returns the results as a cached DataFrame
-    (the trace column left out)."""
+    (the trace column left out). ``tap(row)``, if given, sees each row in its task and returns it."""
     from pyspark import StorageLevel
 
     sc = spark.sparkContext
@@ -225,6 +238,8 @@ def run_job(spark, workload: Workload, out: Path, tasks: int | None = None):
     tasks = tasks or max(sc.defaultParallelism, min(len(workload.seeds) // 200, sc.defaultParallelism * 64))
     ranges = slices(workload.seeds, tasks)
     rows = sc.parallelize(ranges, len(ranges)).mapPartitionsWithIndex(_task(workload))
+    if tap is not None:
+        rows = rows.map(tap)
     frame = spark.createDataFrame(rows, schema=result_schema()).persist(StorageLevel.MEMORY_AND_DISK)
     sc.setJobDescription(f"kraftspec conform: {workload.traces} traces")
     frame.count()  # every task runs here, in parallel; the writes below read the cached rows

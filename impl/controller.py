@@ -31,6 +31,7 @@ from .errors import Error, Refused
 from .formats import formats_of
 from .heartbeat import handle_broker_heartbeat, lapsed_brokers, scan_sessions
 from .leases import LeaseManager
+from .metrics import ControllerMetrics
 from .sessions import registration_order
 from .messages import (
     ZERO_UUID,
@@ -149,8 +150,10 @@ class Controller:
         # DEC-2: a heartbeat's offset is one more than the highest applied (kip-631), or the highest
         # applied (kafka); read on every heartbeat, so decided once here
         self.next_offset_unit = self.config.params.heartbeat_offset == "next-offset"
+        self.metrics = ControllerMetrics()  # METRIC-1 to METRIC-6, in the controller's own clock
         if bootstrap:
             self._bootstrap()
+            self.metrics = ControllerMetrics()  # METRIC-2: the batches a controller starts with are not observed
 
     @classmethod
     def open(
@@ -227,6 +230,7 @@ class Controller:
             if disk.end_offset > 0:
                 disk.truncate(0)  # never committed
             controller._bootstrap()
+            controller.metrics = ControllerMetrics()
             return controller
         rebuild = plan_rebuild(disk, snapshots)
         replay, decode = controller.state.replay, controller.codec.decode
@@ -243,6 +247,9 @@ class Controller:
                 kept = range(committed, disk.end_offset)
                 controller._keep_uncommitted(committed)
         controller._fresh_leases(list(controller.state.cluster.brokers))  # LEASE-14
+        controller.metrics = ControllerMetrics(rebuild.snapshot.end_offset if rebuild.snapshot else None)
+        for base, records in controller.batches:  # kept uncommitted: appended, as far as it knows, as it starts
+            controller.metrics.appended_batch(base, base + len(records), now_ms)
         controller.startup = {
             "recovery": disk.recovery,
             "quarantined": tuple(disk.quarantined),
@@ -315,6 +322,7 @@ class Controller:
         self.log_end_offset = base + len(records)
         self.state.journal.close_batch(self.log_end_offset)
         self.batches.append(batch)
+        self.metrics.appended_batch(base, self.log_end_offset, self.now_ms)
         if self.disk is not None:
             encode = self.codec.encode
             self.disk.append(base, [encode(r) for r in records])
@@ -385,6 +393,7 @@ class Controller:
             self.disk.sync()
             self.disk.write_committed_offset(offset)
         self.committed_offset = offset
+        self.metrics.committed(offset, self.now_ms)
         self.state.journal.commit(offset)
         batches = self.batches
         while batches and batches[0][0] + len(batches[0][1]) <= offset:
@@ -407,6 +416,7 @@ class Controller:
         if self.disk is not None:
             self.disk.truncate(self.committed_offset)
         self.log_end_offset = self.committed_offset
+        self.metrics.truncated(self.committed_offset)
         replies = tuple(
             Reply(seq, request, version, error_response(request, Error.NOT_CONTROLLER))
             for _, seq, request, version, _ in self.pending
@@ -450,6 +460,7 @@ class Controller:
             self.disk.delete_before(kept[0].end_offset)
             self.snapshot = (end, None)
         self.log_start_offset = end
+        self.metrics.snapshot_taken(end)
         return Outcome()
 
     # ---- the committed state ------------------------------------------------------------------

@@ -11,7 +11,8 @@ the model and to impl through ``conformance.lockstep.Lockstep``, and keeps what 
 * that impl's outputs agree with the model's (the lockstep's differences: sequence numbers,
   records, replies, committed state);
 * that impl's soft state and in-memory image agree with the model's (a white-box check that
-  catches a divergence before it shows in an output).
+  catches a divergence before it shows in an output);
+* that impl's metrics equal the model's definitions (METRIC-1 to METRIC-6).
 
 Broker ids stay in 0..5 so that registrations collide. Examples and randomness follow the loaded
 Hypothesis profile (``ci`` by default; ``HYPOTHESIS_PROFILE=thorough`` for the long run); each
@@ -47,6 +48,7 @@ from kraftspec.impl.controller import Controller
 from kraftspec.impl.leases import LeaseManager
 from kraftspec.model import Commit, Config, Failover, TakeSnapshot, Tick, step
 from kraftspec.model.invariants import violations
+from kraftspec.model.metrics import CommitClock, metrics_of, observe
 from kraftspec.model.messages import (
     AlterIsrPartition,
     AlterIsrRequest,
@@ -91,6 +93,7 @@ class ControllerLockstep(RuleBasedStateMachine):
         self.fresh_ids = itertools.count(1000)
         self.broken: list[str] = []  # model invariants violated, with the event
         self.differences: list[str] = []  # where impl departed from the model, with the event
+        self.clock = CommitClock()  # the model's commit history, for METRIC-2 and METRIC-3
 
     @property
     def model(self):
@@ -101,6 +104,7 @@ class ControllerLockstep(RuleBasedStateMachine):
         before = self.model
         result = step(before, event)
         differences = self.lockstep.send(event)
+        self.clock = observe(self.clock, before, result)
         if not self.broken:
             self.broken = [f"{event!r}: {v}" for v in violations(before, event, result)]
         if not self.differences:
@@ -465,6 +469,12 @@ class ControllerLockstep(RuleBasedStateMachine):
     def impl_soft_state_agrees(self):
         """impl's clock, offsets, uncommitted batches, waiting responses, leases and in-memory image are the model's."""
         assert soft_state_of_impl(self.lockstep.impl) == soft_state_of_model(self.model)
+
+    @invariant()
+    def impl_metrics_agree(self):
+        """impl's metrics are the model's (METRIC-1 to METRIC-6)."""
+        impl = self.lockstep.impl
+        assert impl.metrics.values(impl) == metrics_of(self.model, self.clock).as_dict()
 
 
 def soft_state_of_model(state) -> dict:
