@@ -370,9 +370,11 @@ def add_parser(commands) -> None:
         formatter_class=_Formatter,
     )
     source = shell.add_mutually_exclusive_group(required=True)
-    source.add_argument("--snapshot", "-s", metavar="FILE", help="a snapshot file to read")
+    source.add_argument("--snapshot", "-s", metavar="FILE",
+                        help="a snapshot file to read: kraftspec's, or one of Apache Kafka's .checkpoint files")
     source.add_argument("--directory", "-d", metavar="DIR",
-                        help="a metadata log directory (log/ and snapshots/ inside it, or one folder holding both)")
+                        help="a metadata log directory: kraftspec's (log/ and snapshots/ inside it, or one folder holding "
+                        "both) or Apache Kafka's __cluster_metadata-0")
     shell.add_argument("--profile", choices=profile_names(), default=None, metavar="NAME",
                        help=f"the behaviour profile whose record formats the metadata is in ({', '.join(profile_names())}; "
                        "default: the one whose frame type the first record carries)")

@@ -1,7 +1,9 @@
 """Read the metadata a file or directory holds, without changing it: the one place the metadata
 shell and ``kraftspec metrics`` get their records from.
 
-Two sources, in impl's formats (impl/STORAGE.md):
+Apache Kafka's own metadata is read too, through kraftspec.kafka_log: a ``.checkpoint`` snapshot, or
+a ``__cluster_metadata-0`` directory (its newest snapshot that reaches the log, then the log), in
+the kafka profile's records. Otherwise, two sources in impl's formats (impl/STORAGE.md):
 
 - a snapshot file (``00000000000000001234.snapshot``): its records;
 - a metadata log directory as impl writes it (``log/`` and ``snapshots/`` inside it, or one
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftspec.impl.batch_format import BadBatch, read_batch
+from kraftspec.kafka_log import KAFKA_PROFILE, read_directory, read_file
 from kraftspec.impl.log_directory import COMMITTED_OFFSET_FILE, read_state_file
 from kraftspec.impl.storage import SNAPSHOT_HEADER, SNAPSHOT_MAGIC, SNAPSHOT_VERSION, StorageError
 from kraftspec.model.framing import FrameError, decode_record
@@ -96,7 +99,9 @@ class _Source:
 
     def records(self) -> Iterator[Record]:
         path = self.path
-        if path.is_dir():
+        if _is_kafkas(path):
+            yield from self._kafka(path)
+        elif path.is_dir():
             yield from self._directory(path)
         elif path.exists():
             end = _snapshot_end_in_name(path)
@@ -128,6 +133,47 @@ class _Source:
                 return
         raise SourceError(f"{where}: frame type {frame_type} is no profile's "
                           f"({', '.join(f'{n}: {profile(n).frame_type}' for n in names)})")
+
+    # ---- Apache Kafka's __cluster_metadata-0, or one of its .checkpoint snapshots ----
+
+    def _kafka(self, path: Path) -> Iterator[Record]:
+        """Kafka's records through kafka_log (Kafka's batch format, CRCs checked): a snapshot's, or a
+        directory's newest valid snapshot that reaches its log and the log after it. Kafka keeps no
+        committed offset in the directory, so the whole log is read; records of types outside the
+        broker lifecycle are left out (LOG-16)."""
+        if self.profile_name not in (None, KAFKA_PROFILE):
+            raise SourceError(f"{path}: Apache Kafka's metadata is written in the kafka profile's records, "
+                              f"not the {self.profile_name} profile's")
+        self.profile_name, self.params = KAFKA_PROFILE, profile(KAFKA_PROFILE)
+        try:
+            log = read_directory(path) if path.is_dir() else None
+            read = read_file(path) if log is None else None
+        except (OSError, ValueError) as error:
+            raise SourceError(f"{path}: {error}") from None
+        if read is not None:  # a snapshot file
+            if read.problems:
+                raise SourceError(str(read.problems[0]))
+            self.snapshot_path, end = path, read.end_offset
+            self.committed_offset = self.log_end_offset = self.snapshot_end_offset = end or 0
+            yield from _lifecycle(read.batches, 0)
+            return
+        assert log is not None
+        if log.problems:
+            self.warnings += [str(problem) for problem in log.problems]
+        batches = list(log.log_batches())
+        start = batches[0].base_offset if batches else 0
+        end = batches[-1].last_offset + 1 if batches else 0
+        if start > 0:
+            reaching = [s for s in log.snapshots if s.end_offset is not None and start <= s.end_offset <= end and not s.problems]
+            if not reaching:
+                raise SourceError(f"{path}: the log starts at offset {start} and no valid snapshot ends between {start} "
+                                  f"and {end}: the state before offset {start} is unknown")
+            snapshot = reaching[-1]
+            self.snapshot_path, self.snapshot_end_offset = Path(snapshot.path), snapshot.end_offset
+            yield from _lifecycle(snapshot.batches, 0)
+            start = snapshot.end_offset
+        self.committed_offset = self.log_end_offset = end
+        yield from _lifecycle(batches, start)
 
     # ---- a metadata log directory ----
 
@@ -287,3 +333,24 @@ def _check_header(path: Path, f, expected_end: int | None) -> tuple[int, int, in
         raise SourceError(f"{path}: byte 26: data length {data_length}, but the file holds "
                           f"{size - SNAPSHOT_HEADER.size} bytes after the header")
     return end_offset, record_count, size
+
+
+def _is_kafkas(path: Path) -> bool:
+    """Whether ``path`` is Apache Kafka's: a ``.checkpoint`` snapshot, or a log directory holding
+    Kafka's segments or checkpoints (kraftspec's own have ``KSB1`` and ``KSS1`` files, impl/STORAGE.md)."""
+    if path.is_file():
+        return path.name.endswith(".checkpoint")
+    if not path.is_dir() or (path / "log").is_dir():
+        return False
+    return any(p.name.endswith(".checkpoint") for p in path.iterdir()) or (path / "quorum-state").exists()
+
+
+def _lifecycle(batches, from_offset: int) -> Iterator[Record]:
+    """The broker-lifecycle records (the model's classes) of ``batches`` at or after ``from_offset``,
+    leaving out control records, batches that failed their CRC and Kafka's other record types."""
+    for batch in batches:
+        if batch.is_control or not batch.crc_valid:
+            continue
+        for entry in batch.entries:
+            if entry.kind == "metadata" and entry.record is not None and entry.offset >= from_offset:
+                yield entry.record

@@ -170,3 +170,20 @@ def test_a_flipped_byte_in_kafkas_log_is_reported_by_file_and_offset(kafka_log, 
     assert f"{segment}: byte {batch.position + 17} (offset {batch.base_offset}), crc: CRC32C mismatch" in err
     status, out, err = cli(capsys, "dump-log", "--cluster-metadata-decoder", segment)
     assert status == 1 and "CRC32C mismatch" in err and '"type":"REMOVE_TOPIC_RECORD"' in out  # the rest is printed
+
+
+def test_tool_5_the_metadata_shell_reads_kafkas_log(kafka_log, capsys):
+    """TOOL-5 on Kafka's __cluster_metadata-0: the tree of what Kafka's records say, read in one
+    shot: the brokers that registered, alpha with the reassigned partition on broker 2, beta gone."""
+    directory = str(kafka_log.directory)
+    assert main(["metadata-shell", "--directory", directory, "ls", "/brokers"]) == 0
+    assert capsys.readouterr().out.split() == ["1", "2"]
+    assert main(["metadata-shell", "--directory", directory, "ls", "/topics"]) == 0
+    assert capsys.readouterr().out.split() == ["alpha"]
+    assert main(["metadata-shell", "--directory", directory, "-c", "cat /topics/alpha/0/replicas", "-c", "cat /features/metadata.version"]) == 0
+    out = capsys.readouterr().out
+    assert "[2]" in out and "16" in out
+    checkpoints = sorted(kafka_log.directory.glob("*.checkpoint"))
+    assert main(["metadata-shell", "--snapshot", str(checkpoints[-1]), "ls", "/brokers"]) == 0
+    assert "1" in capsys.readouterr().out.split()
+

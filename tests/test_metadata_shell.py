@@ -34,7 +34,7 @@ class DiskCluster(Cluster):
     def __init__(self, directory: Path, **kwargs):
         super().__init__(**kwargs)
         self.pair = Lockstep(self.state.config)
-        self.pair.impl = Controller.open(directory, impl_config(self.state.config))
+        self.pair.impl = Controller.create(directory, impl_config(self.state.config))
 
     def send(self, event):
         result = super().send(event)
@@ -49,7 +49,7 @@ def story_directory(directory: Path, seed: int, steps: int = 150):
     """A metadata directory impl wrote during a simulated story; the model's state at its end."""
     config = Config.for_profile(profile_names()[seed % len(profile_names())])
     pair = Lockstep(config)
-    pair.impl = Controller.open(directory, impl_config(config))
+    pair.impl = Controller.create(directory, impl_config(config))
     simulation = Simulation(seed, broker_count=4, partition_count=3)
     simulation.state = pair.model
     for happening in simulation.run(steps):

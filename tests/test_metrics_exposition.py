@@ -46,7 +46,7 @@ def test_metric_1_metric_4_metric_5_metric_6_kraftspec_metrics_of_a_directory(tm
     replays to)."""
     config = Config.for_profile(profile_names()[seed % len(profile_names())])
     pair = Lockstep(config)
-    pair.impl = Controller.open(tmp_path, impl_config(config))
+    pair.impl = Controller.create(tmp_path, impl_config(config))
     simulation = Simulation(seed, broker_count=4, partition_count=3)
     simulation.state = pair.model
     for happening in simulation.run(150):
