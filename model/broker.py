@@ -137,6 +137,7 @@ def finish_log_recovery(process: BrokerProcess) -> BrokerProcess:
 
 def sigterm(process: BrokerProcess) -> BrokerProcess:
     """MEM-5: STARTING, RECOVERY or RUNNING -> PENDING_CONTROLLED_SHUTDOWN."""
+    cite("MEM-5")
     if process.state in (BrokerState.STARTING, BrokerState.RECOVERY, BrokerState.RUNNING):
         return replace(process, state=BrokerState.PENDING_CONTROLLED_SHUTDOWN)
     return process
@@ -144,4 +145,5 @@ def sigterm(process: BrokerProcess) -> BrokerProcess:
 
 def stop(process: BrokerProcess) -> BrokerProcess:
     """MEM-5: SHUTTING_DOWN exits, and a crash from any state ends in NOT_RUNNING."""
+    cite("MEM-5")
     return BrokerProcess(process.broker_id)
