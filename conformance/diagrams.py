@@ -448,7 +448,8 @@ def _curve(diagram: Diagram, arrow: Arrow, centres, sizes):
         c2 = (sx + ux * (reach + 80) - px * 70, sy + uy * (reach + 80) - py * 70)
         d = f"M{start[0]:.1f},{start[1]:.1f} C{c1[0]:.1f},{c1[1]:.1f} {c2[0]:.1f},{c2[1]:.1f} {end[0]:.1f},{end[1]:.1f}"
         top = (sx + ux * (reach + 60), sy + uy * (reach + 60))
-        return d, [c1, c2, start, end], [(top, (ux, uy))]
+        side = (0.0, math.copysign(1.0, uy)) if abs(uy) >= abs(ux) / 2 else (math.copysign(1.0, ux), 0.0)
+        return d, [c1, c2, start, end], [(top, side)]
     dx, dy = tx - sx, ty - sy
     length = math.hypot(dx, dy)
     nx, ny = -dy / length, dx / length  # the right of the direction of travel, on screen
@@ -475,13 +476,20 @@ def svg(diagram: Diagram) -> str:
     taken: list[Box] = [(x - sizes[v][0] / 2, y - sizes[v][1] / 2, x + sizes[v][0] / 2, y + sizes[v][1] / 2) for v, (x, y) in centres.items()]
     extent = list(taken)
     paths, labels = [], []
-    for arrow in arrows(diagram):
+    drawn = arrows(diagram)
+    curves = [_curve(diagram, arrow, centres, sizes) for arrow in drawn]
+    lines = [(n, point) for n, (_, _, spots) in enumerate(curves) for point, _ in spots]
+    for n, (arrow, (d, points, spots)) in enumerate(zip(drawn, curves, strict=True)):
         name = f"{captions[arrow.source]} to {captions[arrow.target]}: " + "; ".join(arrow.lines)
-        d, points, spots = _curve(diagram, arrow, centres, sizes)
         size = _label_size(arrow.lines)
-        # the first spot whose label covers nothing drawn yet, or else the one that covers least
+        # the first spot whose label covers no state, label or other arrow, or else the one that covers least
+
+        def covers(box: Box, n: int = n) -> float:
+            crossed = sum(1 for m, (x, y) in lines if m != n and box[0] <= x <= box[2] and box[1] <= y <= box[3])
+            return sum(_overlap(box, t) for t in taken) + 400 * crossed
+
         candidates = [_beside(point, normal, size) for point, normal in spots]
-        covered = [sum(_overlap(box, t) for t in taken) for box in candidates]
+        covered = [covers(box) for box in candidates]
         box = candidates[next((n for n, c in enumerate(covered) if c == 0), covered.index(min(covered)))]
         taken.append(box)
         extent += [box, *((x, y, x, y) for x, y in points)]
@@ -537,10 +545,20 @@ def files() -> dict[str, str]:
     return {f"{d.name}.svg": svg(d) for d in diagrams()}
 
 
-def stale(directory: Path = DIRECTORY) -> list[str]:
+def write(directory: Path = DIRECTORY, texts: dict[str, str] | None = None) -> list[Path]:
+    """Write the generated files (``texts``, or :func:`files` now) into ``directory``; the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in (files() if texts is None else texts).items():
+        (directory / name).write_bytes(text.encode("utf-8"))
+        written.append(directory / name)
+    return written
+
+
+def stale(directory: Path = DIRECTORY, texts: dict[str, str] | None = None) -> list[str]:
     """The files of ``directory`` that differ from what the model generates now (or are missing)."""
     return [
-        name for name, text in files().items()
+        name for name, text in (files() if texts is None else texts).items()
         if not (directory / name).exists() or (directory / name).read_text(encoding="utf-8") != text
     ]
 
@@ -555,10 +573,8 @@ def main(argv: list[str] | None = None) -> int:
     action.add_argument("--check", action="store_true", help=f"exit with status 1 if {DIRECTORY} is not what the model gives")
     args = parser.parse_args(argv)
     if args.write:
-        DIRECTORY.mkdir(parents=True, exist_ok=True)
-        for name, text in files().items():
-            (DIRECTORY / name).write_text(text, encoding="utf-8")
-            print(f"wrote {DIRECTORY / name}")
+        for path in write():
+            print(f"wrote {path}")
         return 0
     if args.check:
         found = stale()
