@@ -134,13 +134,16 @@ class Pages:
         fragment = f"#{anchor}" if anchor else ""
         if path.endswith(".md") and "/" not in path and (self.spec_dir / path).is_file():
             return f"[{text}]({page_name(path)}{fragment})"
-        local = (self.spec_dir / path)
-        if ".." not in Path(path).parts and local.is_file():
+        local = self.spec_dir / path
+        inside = ".." not in Path(path).parts
+        if inside and local.is_file():
             self.copied.add(path)
             return f"[{text}]({path}{fragment})"
+        if inside and not local.is_dir():
+            return f"[{text}]({target})"  # a file that is not there: left for the strict build to report
         if self.source_url:
             return f"[{text}]({self.source_url}/{os.path.normpath('spec/' + path).replace(os.sep, '/')}{fragment})"
-        return text  # a folder or a file outside spec/, with no repository to link to: the words alone
+        return text  # a folder, or a file outside spec/, with no repository to link to: the words alone
 
     def prose(self, line: str, page: str) -> str:
         """A line of the spec's prose with its links pointed at the site and its ids linked."""
@@ -392,7 +395,7 @@ def mkdocs_config(pages: Pages) -> dict:
         "strict": True,
         "theme": {"name": "material", "font": False, "features": ["navigation.sections", "navigation.top",
                                                                    "search.highlight", "toc.follow"]},
-        "plugins": [{"search": {"separator": SEARCH_SEPARATOR}}],
+        "plugins": [{"search": {"separator": SEARCH_SEPARATOR}}, "offline"],  # offline: search works from file:// too
         "markdown_extensions": ["tables", "attr_list", "admonition", "pymdownx.details", "pymdownx.superfences",
                                 {"toc": {"permalink": True}}],
         "validation": {"omitted_files": "warn", "absolute_links": "warn", "unrecognized_links": "warn",
@@ -448,16 +451,26 @@ def generate(work: Path, spec_dir: Path, source_url: str | None, proofs: dict | 
     return pages
 
 
-def mkdocs_build(work: Path, out: Path) -> None:
-    """``mkdocs build --strict``; a warning fails it, reported with the page it is about."""
+def mkdocs_build(work: Path, out: Path, spec_dir: Path) -> None:
+    """``mkdocs build --strict``; a warning fails it, reported with the spec file it is about."""
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(work / "mkdocs.yml"),
                              "--site-dir", str(out.resolve())], capture_output=True, text=True, cwd=work)
     if result.returncode != 0:
         lines = [line.strip() for line in (result.stderr + result.stdout).splitlines()
                  if line.startswith(("WARNING", "ERROR")) or "Error" in line]
-        shown = [re.sub(r"^(WARNING|ERROR)\s*-\s*", "", line) for line in lines] or (result.stderr.strip().splitlines()[-5:])
-        raise SiteBuildError("mkdocs build --strict failed (the page named is the spec file of that name):\n  "
-                             + "\n  ".join(shown))
+        shown = [_from_spec(re.sub(r"^(WARNING|ERROR)\s*-\s*", "", line), spec_dir) for line in lines]
+        shown = list(dict.fromkeys(shown)) or result.stderr.strip().splitlines()[-5:]
+        raise SiteBuildError("mkdocs build --strict failed:\n  " + "\n  ".join(shown))
+
+
+def _from_spec(message: str, spec_dir: Path) -> str:
+    """A MkDocs warning about page P, prefixed with the spec file P comes from."""
+    match = re.match(r"Doc file '([^']+)'", message)
+    if not match:
+        return message
+    page = match.group(1)
+    spec_file = "README.md" if page == "index.md" else ("kafka.md" if page == VERSION_MATRIX else page)
+    return f"{spec_dir / spec_file}: {message}"
 
 
 def build_site(out: Path, spec_dir: Path | None = None, source_url: str | None = None, proofs: Path | None = None,
@@ -485,8 +498,13 @@ def build_site(out: Path, spec_dir: Path | None = None, source_url: str | None =
     with tempfile.TemporaryDirectory(prefix="kraftspec-site-") as temporary:
         work = work_dir or Path(temporary)
         generate(work, spec_dir, source_url, results, summary, proofs_from=str(proofs) if proofs else "")
-        mkdocs_build(work, out)
-    (out / MARKER).write_text("built by kraftspec site\n", encoding="utf-8")
+        built = Path(temporary) / "site"  # OUT_DIR is touched only once the build has succeeded
+        mkdocs_build(work, built, spec_dir)
+        (built / MARKER).write_text("built by kraftspec site\n", encoding="utf-8")
+        if out.exists():
+            for entry in out.iterdir():
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        shutil.copytree(built, out, dirs_exist_ok=True)
     return time.perf_counter() - started
 
 

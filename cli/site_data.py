@@ -31,6 +31,7 @@ PROOF_IDS = frozenset({"TIME", "LEMMA"})
 MAX_TRACES = 2  # corpus traces shown per rule
 MAX_STORY_STEPS = 12  # steps of a trace's story, ending at the first step that fires the rule
 MAX_LINE = 150  # characters of one line of a story
+FRAGMENT_WORDS = 4  # a long quotation is found on the KIP page by its first and last words
 
 
 @frozen
@@ -400,9 +401,12 @@ def kip_quotes(source: str) -> list[tuple[str, str]]:
                 pieces = [p.strip(" .,") for p in re.split(r"\s*(?:\.\.\.|\u2026)\s*", quoted) if p.strip(" .,")]
                 if not pieces:
                     continue
-                fragment = _fragment_part(pieces[0])
-                if len(pieces) > 1:
-                    fragment += "," + _fragment_part(pieces[-1])
+                words = [piece.split() for piece in pieces]
+                if len(words) == 1 and len(words[0]) <= 2 * FRAGMENT_WORDS:
+                    fragment = _fragment_part(" ".join(words[0]))
+                else:  # from its first words to its last
+                    fragment = (_fragment_part(" ".join(words[0][:FRAGMENT_WORDS])) + ","
+                                + _fragment_part(" ".join(words[-1][-FRAGMENT_WORDS:])))
                 found.append((quoted, f"{KIP_PAGE}#:~:text={fragment}"))
     return found
 
