@@ -84,6 +84,11 @@ def html_name(page: str) -> str:
 _HEADING = re.compile(r"^### ([A-Z]{2,10}-\d{1,3})\s+(.+?)\s*$")
 
 
+def rule_url(rule_id: str, spec_file: str, site_url: str) -> str:
+    """The address of a rule's anchor on a site built by this command and published at ``site_url``."""
+    return f"{site_url.rstrip('/')}/{html_name(page_name(spec_file))}#{rule_id.lower()}"
+
+
 def spec_headings(spec_dir: Path) -> dict[str, Heading]:
     """Every rule and decision heading of the spec folder's markdown files, by id."""
     found: dict[str, Heading] = {}

@@ -199,3 +199,20 @@ def test_a_folder_the_command_did_not_build_is_left_alone(tmp_path, capsys):
     assert main(["site", str(out)]) == 2
     assert "not a site this command built" in capsys.readouterr().err
     assert (out / "notes.txt").read_text() == "keep me"
+
+
+def test_the_conform_reports_rule_links_reach_their_anchors_on_the_site(site, tmp_path):
+    from kraftspec.conform import report_html
+    from kraftspec.conformance.coverage import runtime_rules
+
+    data = {"spec_version": "1.0", "traces": 1, "passed": 1, "failed": 0, "events": 5, "seconds": 1.0,
+            "events_per_second": 5,
+            "workload": {"traces": 1, "first_seed": 0, "steps": 5, "adapter": "impl", "level": "records"},
+            "per_level": {"responses": {"passed": 1, "failed": 0, "not_reached": 0}},
+            "rules": {r: {"traces": 1, "firings": 1} for r in runtime_rules()}, "never_reached": [],
+            "failures": [], "divergences": []}
+    page = report_html(data, tmp_path, site_url=str(site))
+    links = re.findall(r'<a href="([^"#]+)#([a-z]+-\d+)"', page)
+    assert len(links) == len(runtime_rules())
+    for target, anchor in links:
+        assert f'id="{anchor}"' in Path(target).read_text(encoding="utf-8"), f"{target}#{anchor}"
