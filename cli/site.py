@@ -265,9 +265,10 @@ class Pages:
         counts = e.coverage.get(rule_id)
         if counts is not None:
             body.append(f"**Coverage**: fired in {counts.traces:,} of {counts.total:,} traces ({counts.steps:,} "
-                        f"times) in {counts.source}" + ("" if counts.traces else ": **not reached**"))
-        elif rule_id in self.headings and not rule_id.startswith("DEC-"):
-            body.append("**Coverage**: not a rule a trace fires (checked by tests only; see conformance/coverage.py)")
+                        f"times) in {counts.source}" + ("" if counts.traces else f": **not reached**{_unreachable(rule_id)}"))
+        elif not rule_id.startswith("DEC-"):
+            why = e.not_fired.get(rule_id, "")
+            body.append(f"**Coverage**: no trace step fires it{f': {_escape(why)}' if why else ''}")
         changed = [p for p in parameters() if rule_id in p.rules or p.decision == rule_id]
         if changed:
             body.append("**How the profiles differ on it**:")
@@ -312,6 +313,13 @@ class Pages:
             target = docs / path
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(self.spec_dir / path, target)
+
+
+def _unreachable(rule_id: str) -> str:
+    from kraftspec.conformance.coverage import NOT_REACHABLE_BY_EVENTS
+
+    why = NOT_REACHABLE_BY_EVENTS.get(rule_id)
+    return f" (no event can reach it: {_escape(why)})" if why else ""
 
 
 def _escape(text: str) -> str:

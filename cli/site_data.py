@@ -71,6 +71,7 @@ class Evidence:
     proofs: dict[str, list[ProofLine]] = field(factory=dict)
     proof_code: dict[str, list[Site]] = field(factory=dict)
     proofs_run: str = ""  # where the results come from, or "" when not run
+    not_fired: dict[str, str] = field(factory=dict)  # the ids no trace fires, with what checks them instead
 
 
 class SiteInputError(ValueError):
@@ -440,6 +441,8 @@ def gather(spec_ids: list[str], proofs: dict | None = None, conform_summary: dic
         tests = {rule_id: tests_named_after(rule_id, names) for rule_id in spec_ids}
     else:
         note = "the tests are not installed with the package: build the site from a checkout to list them"
+    from kraftspec.conformance.coverage import checked_by_tests_only
+
     traces, counts, runtime = corpus_traces(spec_ids, conform_summary)
     return Evidence(citations, mentions, tests, note, traces, counts, runtime, proof_lines(spec_ids, proofs),
-                    proof_code(spec_ids), proofs_from)
+                    proof_code(spec_ids), proofs_from, checked_by_tests_only())

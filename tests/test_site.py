@@ -89,7 +89,8 @@ def test_every_link_to_a_rule_reaches_its_anchor(site):
     assert checked > 500
 
 
-def test_lease_8_shows_its_seed_sentence_code_tests_traces_and_profiles(site):
+def test_a_rules_section_shows_its_seed_sentence_code_tests_traces_and_profiles(site):
+    """LEASE-8 as the example."""
     from kraftspec.conformance.coverage import citation_sites
 
     lease_8 = section(site, "LEASE-8")
