@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_log_commands(commands)
     add_metadata_shell(commands)
     add_metrics(commands)
+    from kraftspec.site import add_parser as add_site
+
+    add_site(commands)
     return parser
 
 
@@ -156,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.metrics import run as metrics
 
             return metrics(args)
+        if args.command == "site":
+            from kraftspec.site import run as site
+
+            return site(args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:

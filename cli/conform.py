@@ -64,6 +64,10 @@ def add_parser(commands) -> None:
                          help=f"how many divergences to shrink (default 5); the first {KEPT_FAILURES} failing traces, and the "
                          "shrunk ones, are written to OUT/divergences as trace files")
     conform.add_argument("--json", metavar="FILE", help="also write the summary to FILE")
+    conform.add_argument("--site-url", metavar="URL", default=None,
+                         help="the address of the specification's site (built by kraftspec site), for example "
+                         "https://example.org/kraftspec or ../site; the report then links each rule to its anchor "
+                         "there (default: to its heading in the installed spec/*.md file)")
     conform.add_argument("--exhaustive", action="store_true",
                          help="enumerate every event sequence of a small scope instead of random walks")
     conform.add_argument("--depth", type=bounded("--depth", 1, 8), default=3,
@@ -234,7 +238,7 @@ def _conform(spark, workload, args, out: Path) -> int:
     (out / "summary.json").write_text(json.dumps(data, indent=2) + "\n")
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
-    (out / "report.html").write_text(report_html(data, out))
+    (out / "report.html").write_text(report_html(data, out, getattr(args, "site_url", None)))
     print(table(data, out))
     everything_adapter = summary.failures and summary.passed == 0 and all(
         f["part"] == "adapter" for f in summary.failures)
@@ -293,9 +297,10 @@ def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _rule_link(rule_id: str, out: Path) -> str:
-    """A link to the rule's heading in the installed spec file, relative to the report's folder,
-    with the rule's title as its tooltip."""
+def _rule_link(rule_id: str, out: Path, site_url: str | None = None) -> str:
+    """A link to the rule's anchor on the specification's site at ``site_url``, or else to its
+    heading in the installed spec file, relative to the report's folder; the rule's title is its
+    tooltip."""
     import os
     import re
     from importlib.resources import files
@@ -305,6 +310,11 @@ def _rule_link(rule_id: str, out: Path) -> str:
     rule = rules().get(rule_id)
     if rule is None:
         return html.escape(rule_id)
+    if site_url:
+        from kraftspec.site import rule_url
+
+        return (f'<a href="{html.escape(rule_url(rule.id, rule.file, site_url))}" '
+                f'title="{html.escape(rule.id + " " + rule.title)}">{html.escape(rule.id)}</a>')
     spec_file = Path(str(files("kraftspec.spec") / rule.file))
     try:
         href = os.path.relpath(spec_file, out.resolve())
@@ -317,9 +327,10 @@ def _rule_link(rule_id: str, out: Path) -> str:
             f"{html.escape(rule.id)}</a>")
 
 
-def report_html(data: dict, out: Path = Path(".")) -> str:
+def report_html(data: dict, out: Path = Path("."), site_url: str | None = None) -> str:
     """A small self-contained HTML page: the figures per level, the divergences, and rule coverage
-    (a bar per rule, each rule linked to its definition, and the rules no trace reached with why)."""
+    (a bar per rule, each rule linked to its definition, on the site at ``site_url`` if given, and
+    the rules no trace reached with why)."""
     from kraftspec.conformance.coverage import NOT_REACHABLE_BY_EVENTS
     from kraftspec.spec import title
 
@@ -333,11 +344,11 @@ def report_html(data: dict, out: Path = Path(".")) -> str:
             bar = f'<span class="bar" style="width:{max(0.5, 100 * count / most):.1f}%"></span>'
         else:
             bar = '<span class="bar none">not reached</span>'
-        rows.append(f'<tr id="{esc(rule)}"><td>{_rule_link(rule, out)}</td><td class="title">{esc(title(rule))}</td>'
+        rows.append(f'<tr id="{esc(rule)}"><td>{_rule_link(rule, out, site_url)}</td><td class="title">{esc(title(rule))}</td>'
                     f'<td class="num">{count:,}</td><td class="barcell">{bar}</td></tr>')
     missed, unreachable = _never(data)
     never = "".join(
-        f"<li>{_rule_link(r, out)} {esc(title(r))}: "
+        f"<li>{_rule_link(r, out, site_url)} {esc(title(r))}: "
         f"{esc('not reachable by any event: ' + NOT_REACHABLE_BY_EVENTS[r]) if r in NOT_REACHABLE_BY_EVENTS else 'not reached by this run (more traces, more steps or other seeds may reach it)'}</li>"
         for r in missed + unreachable)
     levels = "".join(f"<tr><td>{esc(level)}</td><td class=num>{c['passed']:,}</td><td class=num>{c['failed']:,}</td>"
@@ -369,7 +380,7 @@ command that replays it).</p>
 {f"<h3>Shrunk</h3><ul>{shrunk}</ul>" if shrunk else ""}
 <h2>Rule coverage</h2>
 <p>{len(rules)} of {len(rules) + len(data['never_reached'])} rules reached: the traces in which each rule fired, and
-in red the rules no trace reached. Each rule links to its definition in the specification.</p>
+in red the rules no trace reached. Each rule links to its definition in the specification{" (its page on the specification's site)" if site_url else ""}.</p>
 {f"<h3>Rules not reached</h3><ul>{never}</ul>" if never else ""}
 <table class="rules"><tr><th>rule</th><th></th><th>traces</th><th></th></tr>{"".join(rows)}</table>
 </body></html>

@@ -87,6 +87,12 @@ def model_dir() -> Path:
 def cited_in(source: str) -> set[str]:
     """The rule ids a module's source names in citing calls: ``cite("X")``, ``reject("X")``, and
     calls of any local function that passes one of its parameters on to a citing call."""
+    return {rule_id for rule_id, _ in citation_sites(source)}
+
+
+def citation_sites(source: str) -> list[tuple[str, int]]:
+    """The citing calls of a module's source (see :func:`cited_in`) as (rule id, line), in the
+    order of the source."""
     tree = ast.parse(source)
     citing: dict[str, int] = {name: 0 for name in CITING}  # function name -> position of the rule id
     functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -105,14 +111,14 @@ def cited_in(source: str) -> set[str]:
                         citing[function.name] = parameters.index(argument.id)
                         grew = True
                         break
-    found = set()
+    found = []
     for call in _calls(tree):
         position = citing.get(_called(call))
         if position is not None and len(call.args) > position:
             argument = call.args[position]
             if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
-                found.add(argument.value)
-    return found
+                found.append((argument.value, call.lineno))
+    return sorted(found, key=lambda site: site[1])
 
 
 def _calls(node) -> Iterable[ast.Call]:

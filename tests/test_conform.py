@@ -322,6 +322,25 @@ def test_the_report_links_each_rule_and_explains_the_rules_never_reached(tmp_pat
     assert "white-space:pre-wrap" in page  # long reports wrap instead of overflowing the page
 
 
+def test_with_a_site_url_the_report_links_each_rule_to_its_anchor_on_the_site(tmp_path):
+    import re
+
+    from kraftspec.conform import report_html
+
+    data = {"spec_version": "1.0", "traces": 1, "passed": 1, "failed": 0, "events": 5, "seconds": 1.0,
+            "events_per_second": 5,
+            "workload": {"traces": 1, "first_seed": 0, "steps": 5, "adapter": "impl", "level": "records"},
+            "per_level": {"responses": {"passed": 1, "failed": 0, "not_reached": 0}},
+            "rules": {"LEASE-8": {"traces": 1, "firings": 1}, "DEC-7": {"traces": 1, "firings": 1}},
+            "never_reached": ["REG-5"], "failures": [], "divergences": []}
+    page = report_html(data, tmp_path, site_url="https://example.org/spec/")
+    assert re.search(r'<tr id="LEASE-8"><td><a href="https://example\.org/spec/leases\.html#lease-8" title="LEASE-8 ', page)
+    assert 'href="https://example.org/spec/decisions.html#dec-7"' in page
+    assert 'href="https://example.org/spec/membership.html#reg-5"' in page  # the rules never reached too
+    relative = report_html(data, tmp_path, site_url="../site")
+    assert 'href="../site/leases.html#lease-8"' in relative
+
+
 def test_a_server_that_fails_to_start_a_trace_fails_that_trace_not_the_task(tmp_path):
     """A server that does not start a trace (it hung on the one before and was killed, or it refuses)
     gives that trace a failed row at its first step, part adapter, and the next trace goes on."""
