@@ -408,7 +408,9 @@ def mkdocs_config(pages: Pages) -> dict:
         "strict": True,
         "theme": {"name": "material", "font": False, "features": ["navigation.sections", "navigation.top",
                                                                    "search.highlight", "toc.follow"]},
-        "plugins": [{"search": {"separator": SEARCH_SEPARATOR}}, "offline"],  # offline: search works from file:// too
+        # no "offline" plugin: it loads a script from a CDN, and the site must work with no network;
+        # search needs the site served over HTTP (python -m http.server)
+        "plugins": [{"search": {"separator": SEARCH_SEPARATOR}}],
         "markdown_extensions": ["tables", "attr_list", "admonition", "pymdownx.details", "pymdownx.superfences",
                                 {"toc": {"permalink": True}}],
         "validation": {"omitted_files": "warn", "absolute_links": "warn", "unrecognized_links": "warn",
