@@ -548,6 +548,8 @@ def add_parser(commands) -> None:
     site.add_argument("--proofs", metavar="FILE", default=None,
                       help="the results of kraftspec prove --json FILE, shown beside each rule (default: the checks are "
                       "listed as not run)")
+    site.add_argument("--run-proofs", action="store_true",
+                      help="run kraftspec prove first (about 15 seconds) and show its results beside each rule")
     site.add_argument("--conform-summary", metavar="FILE", default=None,
                       help="the summary.json of a kraftspec conform run, whose rule coverage is shown (default: the "
                       "regression corpus's own coverage)")
@@ -559,6 +561,21 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
+    if args.run_proofs and args.proofs:
+        print("kraftspec site: give --proofs FILE or --run-proofs, not both", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="kraftspec-proofs-") as folder:
+        if args.run_proofs:
+            args.proofs = str(Path(folder) / "proofs.json")
+            proved = subprocess.run([sys.executable, "-m", "kraftspec", "prove", "--json", args.proofs],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if not Path(args.proofs).is_file():
+                print(f"kraftspec site: kraftspec prove wrote no results: {proved.stderr.strip()[-500:]}", file=sys.stderr)
+                return 1
+        return _build(args)
+
+
+def _build(args) -> int:
     try:
         seconds = build_site(Path(args.out), Path(args.spec) if args.spec else None, args.source_url,
                              Path(args.proofs) if args.proofs else None,
