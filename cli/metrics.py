@@ -130,7 +130,8 @@ def add_parser(commands) -> None:
     metrics = commands.add_parser(
         "metrics",
         help="print the controller metrics a metadata log directory gives, in Prometheus' text format",
-        description="Read a metadata log directory written by kraftspec's controller (or a snapshot file) without "
+        description="Read a metadata log directory written by kraftspec's controller or Apache Kafka's "
+        "__cluster_metadata-0 (or a snapshot file of either) without "
         "changing it, and print in Prometheus' text format the metrics it gives at rest: MetadataLag (records "
         "after the committed offset, not yet committed), MetadataSnapshotOffsetLag, the registered, fenced and "
         "active brokers and the partitions without a leader of its committed state, and its committed and log "

@@ -63,6 +63,24 @@ def inv_3_leader_registered_unfenced(state: ControllerState) -> Violations:
     return out
 
 
+def epochs_went_back(before: MetadataImage, after: MetadataImage, recreated: frozenset = frozenset(), which: str = "") -> list[str]:
+    """INV-4 between two images: no broker epoch, leader epoch or partition epoch is lower in
+    ``after`` (the partitions of a topic in ``recreated``, removed and created again, start anew,
+    DEC-31). ``which`` names the images in the messages (``"committed "``)."""
+    out = []
+    for broker_id, registration in after.brokers.items():
+        previous = before.brokers.get(broker_id)
+        if previous is not None and registration.epoch < previous.epoch:
+            out.append(f"INV-4 {which}broker {broker_id} epoch {previous.epoch} -> {registration.epoch}")
+    for key, p in after.partitions.items():
+        q = before.partitions.get(key)
+        if q is None or p.topic_id in recreated:
+            continue
+        if p.leader_epoch < q.leader_epoch or p.partition_epoch < q.partition_epoch:
+            out.append(f"INV-4 {which}{key} epochs {q.leader_epoch}/{q.partition_epoch} -> {p.leader_epoch}/{p.partition_epoch}")
+    return out
+
+
 def inv_4_epochs_never_go_back(before: ControllerState, event: Event, result: StepResult) -> Violations:
     """INV-4: broker epochs, leader and partition epochs, the committed offset and the clock.
 
@@ -80,21 +98,8 @@ def inv_4_epochs_never_go_back(before: ControllerState, event: Event, result: St
         for record in batch.records
         if isinstance(record, RemoveTopicRecord)
     }
-    out = []
-    for which, old, new, renewed in (
-        ("in-memory", in_memory_before, after.image, frozenset()),
-        ("committed", before.committed_image, after.committed_image, recreated),
-    ):
-        for broker_id, registration in new.brokers.items():
-            previous = old.brokers.get(broker_id)
-            if previous is not None and registration.epoch < previous.epoch:
-                out.append(f"INV-4 {which} broker {broker_id} epoch {previous.epoch} -> {registration.epoch}")
-        for key, p in new.partitions.items():
-            q = old.partitions.get(key)
-            if q is None or p.topic_id in renewed:
-                continue
-            if p.leader_epoch < q.leader_epoch or p.partition_epoch < q.partition_epoch:
-                out.append(f"INV-4 {which} {key} epochs {q.leader_epoch}/{q.partition_epoch} -> {p.leader_epoch}/{p.partition_epoch}")
+    out = epochs_went_back(in_memory_before, after.image, frozenset(), "in-memory ")
+    out += epochs_went_back(before.committed_image, after.committed_image, frozenset(recreated), "committed ")
     if after.committed_offset < before.committed_offset:
         out.append(f"INV-4 committed offset {before.committed_offset} -> {after.committed_offset}")
     if after.now_ms < before.now_ms:

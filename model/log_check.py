@@ -20,7 +20,7 @@ from typing import Any
 from attrs import frozen
 
 from . import kafka_records as kafka
-from .invariants import STATE_INVARIANTS
+from .invariants import STATE_INVARIANTS, epochs_went_back
 from .records import RegisterBrokerRecord, RemoveTopicRecord
 from .replay import _REPLAY, replay
 from .rules import cite
@@ -73,23 +73,6 @@ def image_violations(image: MetadataImage, end_offset: int, config: Config) -> l
     cite("TOOL-6")
     state = _as_state(image, end_offset, config)
     return [(name, message) for name, check in STATE_INVARIANTS.items() if name not in UNCHECKED for message in check(state)]
-
-
-def epochs_went_back(before: MetadataImage, after: MetadataImage, recreated: frozenset[Any] = frozenset()) -> list[str]:
-    """INV-4 between two images: no broker epoch, leader epoch or partition epoch is lower after a
-    batch (a topic removed and created again in the batch starts anew, DEC-31)."""
-    out = []
-    for broker_id, registration in after.brokers.items():
-        previous = before.brokers.get(broker_id)
-        if previous is not None and registration.epoch < previous.epoch:
-            out.append(f"INV-4 broker {broker_id} epoch {previous.epoch} -> {registration.epoch}")
-    for key, p in after.partitions.items():
-        q = before.partitions.get(key)
-        if q is None or p.topic_id in recreated:
-            continue
-        if p.leader_epoch < q.leader_epoch or p.partition_epoch < q.partition_epoch:
-            out.append(f"INV-4 {key} epochs {q.leader_epoch}/{q.partition_epoch} -> {p.leader_epoch}/{p.partition_epoch}")
-    return out
 
 
 def registration_offset(offset: int, record: Any, amends: bool) -> str | None:

@@ -11,6 +11,7 @@ carries (DEC-24) is a schema field.
 
 from __future__ import annotations
 
+import functools
 from typing import Union, get_args
 from uuid import UUID
 
@@ -315,6 +316,7 @@ def api_key(request: type, formats: str = SEED_FORMATS) -> int:
     return int(rpc_schema(request.__name__, formats)["apiKey"])
 
 
+@functools.cache  # asked at every heartbeat; the schemas do not change
 def carries(message: str, field: str, version: int, formats: str = SEED_FORMATS) -> bool:
     """RPC-1, DEC-9: whether ``message`` at ``version`` has ``field`` in the message formats
     ``formats``. LowestAcknowledgedOffset, for one, is in seed 004's heartbeat response version 1
