@@ -181,6 +181,15 @@ def _tree(root: int | None, mark: bytes) -> set[int]:
     return (found & alive) - {os.getpid()}
 
 
+def _running(pid: int) -> bool:
+    """Is ``pid`` a process that has not yet died (a zombie has)?"""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
 def _end_tree(root: int | None, mark: bytes) -> None:
     """SIGKILL the process tree of ``root`` (see above) and wait for it to die."""
     spared: set[int] = set()  # processes that may not be signalled (another user's)
@@ -188,6 +197,7 @@ def _end_tree(root: int | None, mark: bytes) -> None:
         pids = _tree(root, mark) - spared
         if not pids:
             return
+        polled: set[int] = set()  # signalled without a pidfd
         with selectors.DefaultSelector() as dying:
             for pid in pids:
                 try:
@@ -197,6 +207,7 @@ def _end_tree(root: int | None, mark: bytes) -> None:
                 try:
                     if handle is None:
                         os.kill(pid, signal.SIGKILL)
+                        polled.add(pid)
                     else:
                         signal.pidfd_send_signal(handle, signal.SIGKILL)
                         dying.register(handle, selectors.EVENT_READ)
@@ -215,6 +226,13 @@ def _end_tree(root: int | None, mark: bytes) -> None:
                     os.close(key.fd)
             for key in list(dying.get_map().values()):
                 os.close(key.fd)
+            # Without pidfds nothing signals a death: poll, backing off, until the signalled
+            # processes are gone (a SIGKILL is not instant), so the next scan does not find them
+            # still running and count a round.
+            pause = 0.001
+            while (polled := {pid for pid in polled if _running(pid)}) and time.monotonic() < deadline:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
 
 
 class _Server:
