@@ -177,30 +177,48 @@ class ModelAdapter:
         self.state = None
 
 
-def committed_of(state) -> list[dict[str, Any]]:
+def committed_of(state, known: dict | None = None) -> list[dict[str, Any]]:
     """The neutral committed state of a model state: its minimal records (LOG-11), each in the
-    version its record formats write it at (DEC-22)."""
+    version its record formats write it at (DEC-22). ``known``, if given, maps records already
+    converted to their neutral form, which is then reused (the same object) rather than built again:
+    from one commit to the next most records stay as they were."""
     records = snapshot_records(state.committed_image, state.config.params.record_formats)
-    return [{"type": type(r).__name__, "data": fast_to_json(r, record_version(r))} for r in records]
+    if known is None:
+        return [{"type": type(r).__name__, "data": fast_to_json(r, record_version(r))} for r in records]
+    out = []
+    for r in records:
+        form = known.get(r)
+        if form is None:
+            form = known[r] = {"type": type(r).__name__, "data": fast_to_json(r, record_version(r))}
+        out.append(form)
+    return out
+
+
+@functools.cache
+def _reply_form(request_type: type, version: int, rpc_formats: str) -> tuple[str, int, str]:
+    """(api, version of the response, its schema name) for a reply to a request of this type and
+    version in the message formats ``rpc_formats``."""
+    api = api_of(request_type)
+    return api, response_version(api, version, rpc_formats), qualified(f"{api}Response", rpc_formats)
 
 
 def outputs_of(result) -> dict[str, Any]:
     """The neutral outputs of a model step."""
-    frame_type = result.state.config.params.frame_type  # DEC-10
-    records = [
-        {"offset": offset, "type": type(record).__name__, "version": record_version(record),
-         "data": fast_to_json(record, record_version(record)),
-         "frame": model_encode_record(record, frame_type=frame_type).hex()}
-        for batch in result.batches
-        for offset, record in batch.with_offsets()
-    ]
+    params = result.state.config.params
+    records = []
+    if result.batches:
+        frame_type = params.frame_type  # DEC-10
+        for batch in result.batches:
+            for offset, record in batch.with_offsets():
+                version = record_version(record)
+                records.append({"offset": offset, "type": type(record).__name__, "version": version,
+                                "data": fast_to_json(record, version),
+                                "frame": model_encode_record(record, frame_type=frame_type).hex()})
     replies = []
-    rpc_formats = result.state.config.params.rpc_formats  # DEC-9
+    rpc_formats = params.rpc_formats  # DEC-9
     for reply in result.replies:
-        api = api_of(type(reply.request))
-        version = response_version(api, getattr(reply.request, "version", 0), rpc_formats)
-        replies.append({"seq": reply.seq, "api": api, "version": version,
-                        "body": fast_to_json(reply.response, version, qualified(f"{api}Response", rpc_formats))})
+        api, version, name = _reply_form(type(reply.request), getattr(reply.request, "version", 0), rpc_formats)
+        replies.append({"seq": reply.seq, "api": api, "version": version, "body": fast_to_json(reply.response, version, name)})
     return {"seq": result.seq, "records": records, "replies": replies}
 
 
@@ -293,7 +311,8 @@ class ImplAdapter:
         if type(self).step is not ImplAdapter.step:
             return NotImplemented  # a subclass that changes step() must be replayed through it
         params = profile(trace.header.config.get("profile", DEFAULT_PROFILE))
-        compiled = [_compile_step(step, level, params.record_formats, params.rpc_formats) for step in trace.steps]
+        seen: dict[int, Any] = {}  # a committed record's neutral form (by identity) -> impl's record
+        compiled = [_compile_step(step, level, params.record_formats, params.rpc_formats, seen) for step in trace.steps]
         self.start(trace.header.config)
         controller = self.controller
         handle_request, tick, commit = controller.handle_request, controller.tick, controller.commit
@@ -332,9 +351,13 @@ class ImplAdapter:
         return None
 
 
-def _compile_step(step, level: str, formats: str = "seed-000", rpc_formats: str = "seed-000"):
+def _compile_step(step, level: str, formats: str = "seed-000", rpc_formats: str = "seed-000",
+                  seen: dict[int, Any] | None = None):
     """A step as impl objects: (kind, payload, version, seq, replies, records, frames, committed),
-    its records of the record formats ``formats`` (DEC-22), its messages of ``rpc_formats`` (DEC-9)."""
+    its records of the record formats ``formats`` (DEC-22), its messages of ``rpc_formats`` (DEC-9).
+    ``seen`` keeps, for the trace being compiled, the committed records already converted, by the
+    identity of their neutral form: a recorded trace shares one form among the committed states it
+    appears in (committed_of), and the trace keeps them all alive while it is compiled."""
     event = step.event
     kind = event["kind"]
     version = 0
@@ -352,7 +375,12 @@ def _compile_step(step, level: str, formats: str = "seed-000", rpc_formats: str 
             frames = [bytes.fromhex(r["frame"]) for r in step.records]
     committed = None
     if level != "responses" and step.committed is not None:
-        committed = [fast_from_json(r["data"], qualified(r["type"], formats), make_impl,
-                                    newest_version(qualified(r["type"], formats)))
-                     for r in step.committed]
+        seen = {} if seen is None else seen
+        committed = []
+        for r in step.committed:
+            record = seen.get(id(r))
+            if record is None:
+                name = qualified(r["type"], formats)
+                record = seen[id(r)] = fast_from_json(r["data"], name, make_impl, newest_version(name))
+            committed.append(record)
     return kind, payload, version, step.seq, replies, records, frames, committed

@@ -68,10 +68,11 @@ def record_results(config: Config, results: Iterable, generator: dict[str, Any],
     steps = []
     previous = None
     last_offset = None
+    known: dict = {}  # committed records already in their neutral form, shared by the steps that hold them
     for n, (event, result) in enumerate(results):
         committed = None
         if n == 0 or result.state.committed_offset != last_offset or isinstance(event, Failover):
-            current = committed_of(result.state)
+            current = committed_of(result.state, known)
             if current != previous:
                 committed = tuple(current)
                 previous = current

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from attrs import field, frozen
 
 from kraftspec.model import Config, ConfigError, FeatureRange
@@ -54,12 +55,21 @@ class TraceError(ValueError):
         self.path, self.line, self.field, self.problem = path, line, field_path, problem
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_CANONICAL = msgspec.json.Encoder(order="sorted")
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """The canonical JSON of a value, UTF-8 encoded: keys sorted, no spaces, non-ASCII characters
+    kept, control characters escaped. For the values a trace holds (objects, arrays, strings,
+    integers, booleans, null; never a float) these are exactly the bytes of Python's
+    ``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, several times
+    faster (tests/test_traces.py checks the two agree)."""
+    return _CANONICAL.encode(obj)
 
 
 def canonical(obj: Any) -> str:
-    """The canonical JSON text of a value: sorted keys, no spaces, UTF-8 kept as is."""
-    return _CANONICAL.encode(obj)
+    """The canonical JSON text of a value (see canonical_bytes)."""
+    return _CANONICAL.encode(obj).decode()
 
 
 @frozen
@@ -133,12 +143,16 @@ class Trace:
     # the step lines and the name, once computed; init=False so that evolve() starts a fresh cache
     _cache: dict = field(factory=dict, init=False, eq=False, repr=False)
 
-    def step_lines(self) -> list[str]:
-        """The steps' canonical lines (computed once: naming and writing share them)."""
+    def step_bytes(self) -> list[bytes]:
+        """The steps' canonical lines, encoded (computed once: naming and writing share them)."""
         lines = self._cache.get("steps")
         if lines is None:
-            lines = self._cache["steps"] = [canonical(s.to_json()) for s in self.steps]
+            lines = self._cache["steps"] = [_CANONICAL.encode(s.to_json()) for s in self.steps]
         return lines
+
+    def step_lines(self) -> list[str]:
+        """The steps' canonical lines."""
+        return [line.decode() for line in self.step_bytes()]
 
     def lines(self) -> list[str]:
         return [canonical(self.header.to_json(len(self.steps))), *self.step_lines()]
@@ -155,9 +169,10 @@ class Trace:
             del header["description"]
             if header["config"].get("profile") == DEFAULT_PROFILE:
                 header["config"] = {k: v for k, v in header["config"].items() if k != "profile"}
-            digest = hashlib.sha256(canonical(header).encode())
-            for line in self.step_lines():
-                digest.update(b"\n" + line.encode())
+            digest = hashlib.sha256(canonical_bytes(header))
+            for line in self.step_bytes():
+                digest.update(b"\n")
+                digest.update(line)
             name = self._cache["name"] = digest.hexdigest()[:16]
         return name
 
@@ -168,9 +183,9 @@ class Trace:
         path = Path(path)
         if path.is_dir():
             path = path / f"{self.name}.jsonl"
-        text = "\n".join(self.lines()) + "\n"
+        data = b"\n".join([canonical_bytes(self.header.to_json(len(self.steps))), *self.step_bytes()]) + b"\n"
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(data)
         tmp.replace(path)
         return path
 

@@ -6,11 +6,13 @@ from importlib.resources import files
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kraftspec.conformance.adapters import ImplAdapter, ModelAdapter
 from kraftspec.conformance.generate import walk
 from kraftspec.conformance.replay import replay
-from kraftspec.conformance.trace import TraceError, read
+from kraftspec.conformance.trace import TraceError, canonical, canonical_bytes, read
 
 SCHEMA = json.loads(files("kraftspec.spec.schemas").joinpath("trace.schema.json").read_text())
 
@@ -121,3 +123,40 @@ def test_an_adapter_that_changes_step_is_replayed_through_it():
 
     trace = walk(6, 60)
     assert not replay(trace, Lying(), "responses").passed
+
+
+# The values a trace line holds: objects, arrays, strings (any character a UTF-8 file can hold,
+# control characters and non-ASCII ones included), integers of any size, booleans and null.
+TRACE_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.text(st.characters(exclude_categories=("Cs",))),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(TRACE_VALUES)
+def test_canonical_json_is_the_standard_librarys_sorted_compact_form_byte_for_byte(value):
+    """Lines are written (and names hashed) through a fast encoder; the bytes are those of the
+    standard library's json with sorted keys, no spaces and non-ASCII kept, which spec/traces.md
+    describes and which every stored trace was first written with."""
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical(value) == expected
+    assert canonical_bytes(value) == expected.encode("utf-8")
+
+
+def test_a_walks_lines_and_name_do_not_depend_on_the_encoder():
+    """The stored lines of a walk, and the name hashed from them, are what the standard library
+    would write."""
+    import hashlib
+
+    trace = walk(11, 120)
+    header = trace.header.to_json(len(trace.steps))
+    del header["description"]
+    header["config"].pop("profile", None)
+    slow = [json.dumps(s.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False) for s in trace.steps]
+    assert trace.step_lines() == slow
+    digest = hashlib.sha256(json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+    for line in slow:
+        digest.update(b"\n" + line.encode())
+    assert trace.name == digest.hexdigest()[:16]
