@@ -108,13 +108,14 @@ class FaultySimulation(Simulation):
             options.append((0.6, self.failover))
         if "malformed" in faults:
             options.append((0.6, self.malformed))
-        if "faulty-leader" in faults and (self.views or self.led()):
+        if "faulty-leader" in faults and (self.views or any(p.leader in image.brokers for p in image.partitions.values())):
             options.append((0.8, self.faulty_alter_isr))
         if "operator-mistakes" in faults:
             options.append((0.5, self.operator_mistake))
         topic = image.topic_named(TOPIC)
         if topic is not None:
-            moving = any(p.is_reassigning for p in image.partitions_of(topic.topic_id))
+            topic_id = topic.topic_id
+            moving = any(p.is_reassigning for p in image.partitions.values() if p.topic_id == topic_id)
             options.append((0.6 if moving else 0.2, self.delete_and_recreate))
             options.append((0.3, self.list_reassignments))
         return options

@@ -9,6 +9,7 @@ happen now, weighted, and feeds the resulting event to the model.
 from __future__ import annotations
 
 import random
+from bisect import bisect
 from collections.abc import Iterator
 from uuid import UUID
 
@@ -92,10 +93,18 @@ class Simulation:
             yield Happening(number, note, event, result)
 
     def choose(self) -> tuple[str, Event]:
-        options = [(w, action) for w, action in self.actions() if w > 0]
-        weights = [w for w, _ in options]
-        action = self.rng.choices([a for _, a in options], weights)[0]
-        return action()
+        """One of the possible actions, drawn by weight, and done. The draw is
+        ``rng.choices(actions, weights)[0]`` written out (the same call to the generator and the
+        same arithmetic, so the same choice), without building the lists it needs twice."""
+        cumulative: list[float] = []
+        possible = []
+        total = 0
+        for weight, action in self.actions():
+            if weight > 0:
+                total += weight
+                cumulative.append(total)
+                possible.append(action)
+        return possible[bisect(cumulative, self.rng.random() * (total + 0.0), 0, len(possible) - 1)]()
 
     def actions(self):
         """(weight, action) for everything that can happen now; one pass over the brokers."""
