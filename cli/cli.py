@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kraftspec.site import add_parser as add_site
 
     add_site(commands)
+    from kraftspec.compiled import add_parser as add_compile
+
+    add_compile(commands)
     return parser
 
 
@@ -163,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
             from kraftspec.site import run as site
 
             return site(args)
+        if args.command == "compile":
+            from kraftspec.compiled import run as compile_modules
+
+            return compile_modules(args)
         from kraftspec.traces import COMMANDS
 
         if args.command in COMMANDS:

@@ -131,12 +131,18 @@ def model_event(event: dict[str, Any], formats: str = "seed-000"):
     return TakeSnapshot()
 
 
+@functools.cache
+def _request_form(request_type: type, formats: str) -> tuple[str, str]:
+    """(api, schema name) of a request type in the message formats ``formats``."""
+    return api_of(request_type), qualified(request_type.__name__, formats)
+
+
 def event_json(event, formats: str = "seed-000") -> dict[str, Any]:
     """The neutral form of a model event, its request in the message formats ``formats`` (DEC-9)."""
     if isinstance(event, model_messages.REQUEST_TYPES):
         version = event.version if isinstance(event, model_messages.BrokerHeartbeatRequest) else 0
-        name = qualified(type(event).__name__, formats)
-        return {"kind": "request", "api": api_of(type(event)), "version": version, "body": fast_to_json(event, version, name)}
+        api, name = _request_form(type(event), formats)
+        return {"kind": "request", "api": api, "version": version, "body": fast_to_json(event, version, name)}
     if isinstance(event, Tick):
         return {"kind": "tick", "now_ms": event.now_ms}
     if isinstance(event, Commit):
@@ -338,11 +344,13 @@ class ImplAdapter:
             for reply, (reply_seq, reply_version, response) in zip(outcome.replies, replies, strict=True):
                 if reply.seq != reply_seq or reply.version != reply_version or reply.response != response:
                     return n
-            if records is not None:
+            if frames is not None:  # the records' bytes, which say all the trace's records say
+                actual = [record for _, batch in outcome.batches for record in batch]
+                if len(actual) != len(frames) or [encode(r) for r in actual] != frames:
+                    return n
+            elif records is not None:  # a trace without frames: the records themselves
                 actual = [record for _, batch in outcome.batches for record in batch]
                 if actual != records:
-                    return n
-                if frames is not None and [encode(r) for r in actual] != frames:
                     return n
             if committed is not None:
                 expected_committed = committed
@@ -370,9 +378,12 @@ def _compile_step(step, level: str, formats: str = "seed-000", rpc_formats: str 
                for r in step.replies]
     records = frames = None
     if level == "records":
-        records = [fast_from_json(r["data"], qualified(r["type"], formats), make_impl, r["version"]) for r in step.records]
         if step.records and all("frame" in r for r in step.records):
+            # a record's frame holds its type, its version and every field its version has: what
+            # the record's form in the trace says (the generic replay compares those forms)
             frames = [bytes.fromhex(r["frame"]) for r in step.records]
+        else:
+            records = [fast_from_json(r["data"], qualified(r["type"], formats), make_impl, r["version"]) for r in step.records]
     committed = None
     if level != "responses" and step.committed is not None:
         seen = {} if seen is None else seen

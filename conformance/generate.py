@@ -69,14 +69,17 @@ def record_results(config: Config, results: Iterable, generator: dict[str, Any],
     previous = None
     last_offset = None
     known: dict = {}  # committed records already in their neutral form, shared by the steps that hold them
+    last_image = None  # the committed image ``previous`` was written from
     for n, (event, result) in enumerate(results):
         committed = None
-        if n == 0 or result.state.committed_offset != last_offset or isinstance(event, Failover):
-            current = committed_of(result.state, known)
+        state = result.state
+        if (n == 0 or state.committed_offset != last_offset or isinstance(event, Failover)) and state.committed_image is not last_image:
+            current = committed_of(state, known)
             if current != previous:
                 committed = tuple(current)
                 previous = current
-        last_offset = result.state.committed_offset
+            last_image = state.committed_image
+        last_offset = state.committed_offset
         outputs = outputs_of(result)
         steps.append(Step(n, event_json(event, config.params.rpc_formats), outputs["seq"], tuple(outputs["records"]), tuple(outputs["replies"]),
                           committed, result.rules, result.rejected_by))
@@ -131,14 +134,15 @@ class FaultySimulation(Simulation):
         return note, request
 
     def deliver(self, result) -> None:
-        if "lost-response" in self.faults:
+        if "lost-response" in self.faults and result.replies:
             kept = tuple(r for r in result.replies if self.rng.random() >= 0.15)
-            for reply in result.replies:
-                if reply not in kept:
-                    sender = self.asked.pop(reply.seq, None)
-                    if sender is not None:  # the broker never hears back: it retries
-                        self.waiting_registration.discard(sender[0])
-            result = evolve(result, replies=kept)
+            if len(kept) < len(result.replies):
+                for reply in result.replies:
+                    if reply not in kept:
+                        sender = self.asked.pop(reply.seq, None)
+                        if sender is not None:  # the broker never hears back: it retries
+                            self.waiting_registration.discard(sender[0])
+                result = evolve(result, replies=kept)
         for reply in result.replies:
             sender = self.asked.get(reply.seq)
             if sender is not None and hasattr(reply.response, "broker_epoch") and reply.response.broker_epoch >= 0:
@@ -337,7 +341,7 @@ def walk(seed: int, steps: int = 50, brokers: int | None = None, partitions: int
         raise ValueError(f"unknown faults {sorted(unknown)}; expected some of {', '.join(FAULTS)}")
     config = config or Config()
     simulation = FaultySimulation(seed, brokers, partitions, faults, config)
-    results = ((happening.event, happening.result) for happening in simulation.run(steps))
+    results = ((event, result) for _, event, result in simulation.steps(steps))
     generator = {"name": "walk", "version": GENERATOR_VERSION,
                  "params": {"steps": steps, "brokers": brokers, "partitions": partitions, "faults": sorted(faults)}}
     return record_results(config, results, generator, seed)

@@ -82,7 +82,12 @@ class Simulation:
     # ---- the loop ---------------------------------------------------------------------
 
     def run(self, steps: int) -> Iterator[Happening]:
-        for number in range(1, steps + 1):
+        for number, (note, event, result) in enumerate(self.steps(steps), 1):
+            yield Happening(number, note, event, result)
+
+    def steps(self, steps: int) -> Iterator[tuple[str, Event, StepResult]]:
+        """What ``run`` yields, as plain tuples: (what happened, the event, what the model did)."""
+        for _ in range(steps):
             note, event = self.choose()
             result = step(self.state, event)
             self.state = result.state
@@ -90,7 +95,7 @@ class Simulation:
                 self.asked[result.seq] = (event.broker_id, self.processes[event.broker_id].incarnation_id)
             self.own_request = None
             self.deliver(result)
-            yield Happening(number, note, event, result)
+            yield note, event, result
 
     def choose(self) -> tuple[str, Event]:
         """One of the possible actions, drawn by weight, and done. The draw is

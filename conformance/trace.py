@@ -21,11 +21,22 @@ import msgspec
 from attrs import field, frozen
 
 from kraftspec.model import Config, ConfigError, FeatureRange
+from kraftspec.model.framing import FrameError, decode_record
 from kraftspec.spec import SPEC_VERSION
 from kraftspec.spec.profiles import DEFAULT_PROFILE, profile, profile_names
 from kraftspec.spec.schemas import INT_RANGES, record_schemas
 
-from .jsonform import FormError, check_form, describe, in_versions, newest_version, qualified, schema_of, valid_text
+from .jsonform import (
+    FormError,
+    check_form,
+    describe,
+    fast_to_json,
+    in_versions,
+    newest_version,
+    qualified,
+    schema_of,
+    valid_text,
+)
 
 FORMAT = "kraftspec-trace"
 FORMAT_VERSION = 1
@@ -384,7 +395,7 @@ class _Run:
         self.log_end = len(header.config["finalized_features"])  # LOG-14: the bootstrap batch
         self.log_end_exact = True
         self.committed_at_most = self.log_end
-        params = profile(profile_of(header.config))
+        params = self.params = profile(profile_of(header.config))
         self.formats = params.record_formats  # DEC-22: the records' definitions
         self.rpc_formats = params.rpc_formats  # DEC-9: the messages' definitions
 
@@ -440,12 +451,27 @@ def _check_records(records: list, check: _Checker, run: _Run) -> None:
         offset = check.integer(record, "offset", where, low=0)
         version = _version(record, name, where, check)
         check.form(record["data"], name, version, f"{where}.data")
-        if "frame" in record and _HEX.fullmatch(check.need(record, "frame", str, where)) is None:
-            check.fail(f"{where}.frame", f"expected the record's bytes in lower-case hex, got {describe(record['frame'])}")
+        if "frame" in record:
+            if _HEX.fullmatch(check.need(record, "frame", str, where)) is None:
+                check.fail(f"{where}.frame", f"expected the record's bytes in lower-case hex, got {describe(record['frame'])}")
+            _check_frame(record, version, f"{where}.frame", check, run)
         if offset != run.log_end if run.log_end_exact or i else offset > run.log_end:
             check.fail(f"{where}.offset", f"expected {'' if run.log_end_exact or i else 'at most '}{run.log_end}, "
                        f"the log end, got {offset}")
         run.log_end, run.log_end_exact = offset + 1, True
+
+
+def _check_frame(record: dict, version: int, where: str, check: _Checker, run: _Run) -> None:
+    """A record's frame says what its type, version and data say: the bytes decode (in the frame
+    type and record formats of the trace's profile) to that record, at that version."""
+    try:
+        decoded, frame_version = decode_record(bytes.fromhex(record["frame"]), run.params)
+    except FrameError as error:
+        check.fail(where, f"the bytes are not a record: {error}")
+    said = fast_to_json(decoded, frame_version)
+    if type(decoded).__name__ != record["type"] or frame_version != version or said != record["data"]:
+        check.fail(where, f"the bytes are a {type(decoded).__name__} at version {frame_version} with {canonical(said)}, "
+                   f"but the record says {record['type']} at version {version} with {canonical(record['data'])}")
 
 
 def _check_replies(replies: list, check: _Checker, run: _Run) -> None:

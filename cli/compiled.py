@@ -1,0 +1,241 @@
+"""Compiled modules: an optional, faster way to run the model, the walk generator and impl.
+
+``kraftspec compile`` runs Cython over the very source files that the plain interpreter runs (the
+modules of kraftspec.model and kraftspec.impl, and the walk generator's simulation), unchanged, and
+keeps the extension modules it builds in a cache directory, under a key made of the Python version
+and the bytes of every one of those sources. A process started with ``KRAFTSPEC_COMPILED=1`` loads
+them in place of the plain modules, but only when a build exists for exactly the sources installed:
+after any change to one of them, the build no longer matches, and kraftspec runs plain (saying so
+once on standard error) until ``kraftspec compile`` is run again. Nothing else changes: the files
+to read beside the spec stay the files that run, and a compiled run writes the same traces, byte
+for byte, as a plain one (tests/test_compiled.py).
+
+Nothing is compiled or loaded unless asked: without ``KRAFTSPEC_COMPILED=1`` every module is
+plain Python, and the tools that rewrite the model's functions (the mutation checks) always run on
+the plain modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+ENABLE = "KRAFTSPEC_COMPILED"  # "1": load the compiled modules that match the sources
+DIRECTORY = "KRAFTSPEC_COMPILED_DIR"  # where builds are kept (default: the user's cache directory)
+PACKAGES = ("kraftspec.model", "kraftspec.impl")  # every module of these, __init__ excepted
+MODULES = ("kraftspec.conformance.simulation", "kraftspec.conformance.generate", "kraftspec.conformance.adapters",
+           "kraftspec.conformance.jsonform", "kraftspec.conformance.trace", "kraftspec.conformance.replay")
+MANIFEST = "manifest.json"
+
+
+class CompileError(Exception):
+    """Compiling cannot be done here; the message says what is missing and how to get it."""
+
+
+def cache_root() -> Path:
+    """Where builds are kept: $KRAFTSPEC_COMPILED_DIR, else $XDG_CACHE_HOME/kraftspec/compiled
+    (~/.cache/kraftspec/compiled)."""
+    if os.environ.get(DIRECTORY):
+        return Path(os.environ[DIRECTORY])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "kraftspec" / "compiled"
+
+
+def sources() -> dict[str, Path]:
+    """The modules compiled, by name, with their source files (found without importing them)."""
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.submodule_search_locations, package
+        for location in spec.submodule_search_locations:
+            for path in sorted(Path(location).glob("*.py")):
+                if path.stem != "__init__":
+                    found[f"{package}.{path.stem}"] = path
+    for name in MODULES:  # located in their package's directory: finding their spec would import the package
+        package, _, module = name.rpartition(".")
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.submodule_search_locations, package
+        found[name] = next(Path(location, f"{module}.py") for location in spec.submodule_search_locations
+                           if Path(location, f"{module}.py").exists())
+    return dict(sorted(found.items()))
+
+
+def build_key(modules: dict[str, Path]) -> str:
+    """The build that fits these sources on this Python: a hash of both."""
+    digest = hashlib.sha256(f"{sys.implementation.cache_tag} {sysconfig.get_platform()}\n".encode())
+    for name, path in modules.items():
+        digest.update(f"{name}\n".encode())
+        digest.update(path.read_bytes())
+        digest.update(b"\n")
+    return digest.hexdigest()[:20]
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Serves the compiled modules of one build, and nothing else."""
+
+    def __init__(self, built: dict[str, Path]):
+        self.built = built
+
+    def find_spec(self, name, path=None, target=None):
+        file = self.built.get(name)
+        if file is None:
+            return None
+        loader = importlib.machinery.ExtensionFileLoader(name, str(file))
+        return importlib.util.spec_from_file_location(name, file, loader=loader)
+
+
+def enable() -> Path | None:
+    """Load the compiled modules from now on, if a build matches the sources; the build's
+    directory, or None (after a word on standard error) when there is none."""
+    if any(isinstance(finder, _Finder) for finder in sys.meta_path):
+        return None
+    modules = sources()
+    directory = cache_root() / build_key(modules)
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        print(f"kraftspec: {ENABLE}=1, but no compiled build in {cache_root()} matches the installed sources; "
+              "running plain Python (run `kraftspec compile` to build one)", file=sys.stderr)
+        return None
+    built = {name: directory / file for name, file in manifest["modules"].items() if name in modules}
+    sys.meta_path.insert(0, _Finder(built))
+    return directory
+
+
+def enable_if_asked() -> None:
+    """What ``import kraftspec`` does: enable() when KRAFTSPEC_COMPILED=1."""
+    if os.environ.get(ENABLE) == "1":
+        enable()
+
+
+def loaded() -> list[str]:
+    """The kraftspec modules this process runs compiled."""
+    return sorted(name for name, module in list(sys.modules.items())
+                  if name.startswith("kraftspec.") and isinstance(getattr(module, "__loader__", None),
+                                                                 importlib.machinery.ExtensionFileLoader))
+
+
+def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> Path:
+    """Compile the sources into the cache (or ``into``); the build's directory. Does nothing when a
+    build for these sources is there already."""
+    try:
+        from Cython.Build import cythonize
+        from setuptools import Distribution, Extension
+    except ImportError:
+        raise CompileError("compiling needs Cython and setuptools, which are not installed; "
+                           "install them with: pip install 'kraftspec[compiled]'") from None
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        raise CompileError(f"compiling needs a C compiler ({compiler}), which was not found on PATH; "
+                           "on Debian or Ubuntu: apt-get install gcc")
+    if not Path(sysconfig.get_paths()["include"], "Python.h").exists():
+        raise CompileError(f"compiling needs Python's C headers, not found in {sysconfig.get_paths()['include']}; "
+                           f"on Debian or Ubuntu: apt-get install python{sys.version_info.major}.{sys.version_info.minor}-dev")
+    modules = sources()
+    root = into or cache_root()
+    directory = root / build_key(modules)
+    if (directory / MANIFEST).exists():
+        print(f"already built for these sources: {directory}", file=out)
+        return directory
+    jobs = jobs or os.cpu_count() or 1
+    root.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kraftspec-compile-") as work:
+        tree = Path(work, "src")
+        extensions = []
+        for name, path in modules.items():  # a copy of each source, where its module name says
+            copy = tree.joinpath(*name.split(".")).with_suffix(".py")
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, copy)
+            extensions.append(Extension(name, [str(copy)]))
+        print(f"compiling {len(modules)} modules with Cython ({jobs} at a time); this takes a few minutes", file=out, flush=True)
+        compiled = cythonize(extensions, build_dir=str(Path(work, "c")), nthreads=jobs, quiet=True,
+                             compiler_directives={"language_level": 3, "binding": True})
+        staging = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+        try:
+            distribution = Distribution({"ext_modules": compiled, "script_name": "kraftspec-compile"})
+            command = distribution.get_command_obj("build_ext")
+            command.build_lib, command.build_temp, command.parallel = str(staging), str(Path(work, "o")), jobs
+            _quietly(lambda: distribution.run_command("build_ext"))
+            files = {name: str(next(staging.glob(f"{name.replace('.', '/')}.*.so")).relative_to(staging)) for name in modules}
+            (staging / MANIFEST).write_text(json.dumps({"modules": files, "python": sys.version.split()[0]}, indent=1) + "\n",
+                                            encoding="utf-8")
+            try:
+                staging.rename(directory)  # whole or not at all
+            except OSError:  # another build got there first
+                if not (directory / MANIFEST).exists():
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    print(f"built {len(modules)} modules in {time.monotonic() - started:.0f} s: {directory}", file=out)
+    return directory
+
+
+def _quietly(action) -> None:
+    """Run ``action`` with the C compiler's output kept back, and shown only if it fails."""
+    with tempfile.TemporaryFile("w+") as log:
+        saved = os.dup(1), os.dup(2)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            action()
+        except Exception as error:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            log.seek(0)
+            raise CompileError(f"the C compiler failed ({error}); its output:\n{log.read()[-4000:]}") from None
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "compile",
+        help="compile the model, impl and the walk generator with Cython, to run them faster",
+        description="Compile the model, impl and the walk generator with Cython, from the same source files "
+        "that plain Python runs, and keep the result in a cache directory. Afterwards, any kraftspec command "
+        f"run with the environment variable {ENABLE}=1 uses the compiled modules, as long as they were built "
+        "from exactly the installed sources (after a change to one, it runs plain Python and says so, until "
+        "you compile again). A compiled run gives the same traces and verdicts as a plain one, byte for byte; "
+        "it is only faster. Needs Cython and setuptools (pip install 'kraftspec[compiled]'), a C compiler and "
+        "Python's C headers.",
+        epilog=f"Example: kraftspec compile && {ENABLE}=1 kraftspec conform --traces 100000 out/",
+    )
+    parser.add_argument("--into", metavar="DIR", type=Path, default=None,
+                        help=f"keep the build in DIR rather than the cache directory (set {DIRECTORY}=DIR to use it); "
+                        "default: $XDG_CACHE_HOME/kraftspec/compiled, or ~/.cache/kraftspec/compiled")
+    parser.add_argument("--jobs", metavar="N", type=int, default=None,
+                        help="how many modules to compile at once (default: the number of cores)")
+    parser.add_argument("--where", action="store_true",
+                        help="only print the directory a build for the installed sources has, or would have, and "
+                        "whether it exists (exit status 0 if it does, 1 if not)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.where:
+        directory = (args.into or cache_root()) / build_key(sources())
+        built = (directory / MANIFEST).exists()
+        print(f"{directory} ({'built' if built else 'not built'})")
+        return 0 if built else 1
+    try:
+        build(args.into, args.jobs)
+    except CompileError as error:
+        print(f"kraftspec compile: {error}", file=sys.stderr)
+        return 2
+    return 0

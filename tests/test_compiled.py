@@ -1,0 +1,110 @@
+"""The compiled path (kraftspec compile, KRAFTSPEC_COMPILED=1) runs the same source files compiled by
+Cython, and changes nothing but the speed: the same walks, byte for byte, in both profiles, the same
+regression corpus recorded again, the same verdicts of impl; and it is used only where its build
+matches the installed sources."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kraftspec.compiled import MANIFEST, build_key, sources
+
+# What a process writes, compiled or plain: which kraftspec modules it ran compiled, then, for
+# walks of both profiles and the corpus recorded again, every line and the verdicts of impl.
+PROGRAM = r"""
+import json, sys
+from pathlib import Path
+from kraftspec import compiled
+from kraftspec.conformance.adapters import ImplAdapter
+from kraftspec.conformance.generate import walk
+from kraftspec.conformance.targeted import rerecorded
+from kraftspec.conformance.replay import replay
+from kraftspec.conformance.trace import read
+from kraftspec.model import Config
+
+out = open(sys.argv[1], "w", encoding="utf-8")
+for profile in ("kip-631", "kafka"):
+    config = Config.for_profile(profile)
+    for seed in range(120):
+        trace = walk(seed, 80, config=config)
+        out.write(trace.name + "\n" + "\n".join(trace.lines()) + "\n")
+        verdicts = [replay(trace, ImplAdapter(), level).passed for level in ("responses", "state", "records")]
+        out.write(json.dumps(verdicts) + "\n")
+for path in sorted(Path(sys.argv[2]).glob("*.jsonl")):
+    trace = rerecorded(read(path))
+    out.write(path.name + " " + trace.name + "\n" + "\n".join(trace.lines()) + "\n")
+out.close()
+print(json.dumps(compiled.loaded()))
+"""
+
+CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "corpus"
+
+
+def run_program(tmp_path: Path, name: str, env: dict[str, str]) -> tuple[bytes, list[str], str]:
+    output = tmp_path / f"{name}.txt"
+    result = subprocess.run([sys.executable, "-c", PROGRAM, str(output), str(CORPUS)], capture_output=True, text=True,
+                            env={**os.environ, **env}, timeout=900)
+    assert result.returncode == 0, result.stderr
+    return output.read_bytes(), json.loads(result.stdout), result.stderr
+
+
+def plain_env() -> dict[str, str]:
+    return {"KRAFTSPEC_COMPILED": "0"}
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory) -> Path:
+    """A build of the installed sources, made by the command users run."""
+    root = tmp_path_factory.mktemp("compiled")
+    result = subprocess.run([sys.executable, "-m", "kraftspec", "compile", "--into", str(root)],
+                            capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "built" in result.stdout
+    return root
+
+
+def test_a_compiled_run_writes_the_same_traces_and_verdicts_as_a_plain_one(tmp_path, build):
+    compiled_bytes, compiled_modules, _ = run_program(tmp_path, "compiled", {"KRAFTSPEC_COMPILED": "1",
+                                                                             "KRAFTSPEC_COMPILED_DIR": str(build)})
+    plain_bytes, plain_modules, _ = run_program(tmp_path, "plain", plain_env())
+    assert plain_modules == []
+    # the model's heart, the generator and impl really ran compiled
+    for name in ("kraftspec.model.controller", "kraftspec.model.state", "kraftspec.model.heartbeat",
+                 "kraftspec.conformance.simulation", "kraftspec.conformance.generate", "kraftspec.impl.controller"):
+        assert name in compiled_modules
+    assert compiled_bytes == plain_bytes
+    assert b"[true, true, true]" in plain_bytes and b"false" not in plain_bytes.split(b"\n")[2]
+
+
+def test_a_build_that_does_not_match_the_sources_is_not_used(tmp_path, build):
+    """Another key (as after any edit of a compiled source): plain Python, with a word saying so."""
+    [directory] = [d for d in build.iterdir() if (d / MANIFEST).exists()]
+    assert directory.name == build_key(sources())
+    stale = tmp_path / "stale"
+    stale.mkdir()
+    (stale / "0123456789abcdef0123").symlink_to(directory, target_is_directory=True)
+    result = subprocess.run([sys.executable, "-c", "from kraftspec import compiled; import kraftspec.model; print(compiled.loaded())"],
+                            capture_output=True, text=True, env={**os.environ, "KRAFTSPEC_COMPILED": "1",
+                                                                 "KRAFTSPEC_COMPILED_DIR": str(stale)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    assert "no compiled build" in result.stderr and "kraftspec compile" in result.stderr
+
+
+def test_compile_where_says_whether_the_installed_sources_are_built(tmp_path, build):
+    here = subprocess.run([sys.executable, "-m", "kraftspec", "compile", "--where", "--into", str(build)],
+                          capture_output=True, text=True)
+    assert here.returncode == 0 and "(built)" in here.stdout and build_key(sources()) in here.stdout
+    empty = subprocess.run([sys.executable, "-m", "kraftspec", "compile", "--where", "--into", str(tmp_path)],
+                           capture_output=True, text=True)
+    assert empty.returncode == 1 and "(not built)" in empty.stdout
+
+
+def test_compiling_again_reuses_the_build(build):
+    result = subprocess.run([sys.executable, "-m", "kraftspec", "compile", "--into", str(build)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "already built" in result.stdout
