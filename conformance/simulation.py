@@ -37,6 +37,10 @@ from kraftspec.model.messages import (
 from kraftspec.model.state import ControllerState, Partition
 
 TOPIC = "orders"
+# the broker states the simulation asks about at every step, looked up once (an enum member's
+# lookup through its class costs more than the rest of the test)
+NOT_RUNNING, STARTING, RECOVERY, RUNNING = BrokerState.NOT_RUNNING, BrokerState.STARTING, BrokerState.RECOVERY, BrokerState.RUNNING
+PENDING_CONTROLLED_SHUTDOWN = BrokerState.PENDING_CONTROLLED_SHUTDOWN
 SHUTDOWN_PATIENCE_HEARTBEATS = 5  # a broker waiting this long for ShouldShutDown stops anyway
 FEATURES = (Feature("metadata.format", 1, 1),)
 """What a broker of the default profile's clusters supports: the finalized level, no more."""
@@ -120,21 +124,21 @@ class Simulation:
         patience = SHUTDOWN_PATIENCE_HEARTBEATS * state.config.heartbeat_interval_ms
         for b, p in self.processes.items():
             kind = p.state
-            if kind == BrokerState.NOT_RUNNING:
+            if kind is NOT_RUNNING:
                 stopped.append(b)
                 if b not in self.incarnations:
                     never_started.append(b)
                 continue
-            if kind == BrokerState.RUNNING:
+            if kind is RUNNING:
                 running.append(b)
-            elif kind == BrokerState.RECOVERY and not p.log_recovery_done:
+            elif kind is RECOVERY and not p.log_recovery_done:
                 recovering.append(b)
-            elif kind == BrokerState.PENDING_CONTROLLED_SHUTDOWN and now - self.shutdown_asked_at[b] >= patience:
+            elif kind is PENDING_CONTROLLED_SHUTDOWN and now - self.shutdown_asked_at[b] >= patience:
                 impatient.append(b)
             if p.registered:
                 if self.heartbeat_due.get(b, 0) <= now:
                     due.append(b)
-            elif kind == BrokerState.STARTING and b not in self.waiting_registration and self.registration_due.get(b, 0) <= now:
+            elif kind is STARTING and b not in self.waiting_registration and self.registration_due.get(b, 0) <= now:
                 starters.append(b)
         topic = image.topic_named(TOPIC)
         moving = topic is not None and any(p.is_reassigning for p in image.partitions.values())
