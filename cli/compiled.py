@@ -72,8 +72,10 @@ def sources() -> dict[str, Path]:
 
 
 def build_key(modules: dict[str, Path]) -> str:
-    """The build that fits these sources on this Python: a hash of both."""
+    """The build that fits these sources on this Python, built the way this file builds: a hash of
+    the three."""
     digest = hashlib.sha256(f"{sys.implementation.cache_tag} {sysconfig.get_platform()}\n".encode())
+    digest.update(Path(__file__).read_bytes())
     for name, path in modules.items():
         digest.update(f"{name}\n".encode())
         digest.update(path.read_bytes())
@@ -160,8 +162,10 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
             shutil.copyfile(path, copy)
             extensions.append(Extension(name, [str(copy)]))
         print(f"compiling {len(modules)} modules with Cython ({jobs} at a time); this takes a few minutes", file=out, flush=True)
+        # annotation_typing off: Cython then reads no annotation as a C-level type check, so the
+        # compiled code accepts exactly what the plain code accepts
         compiled = cythonize(extensions, build_dir=str(Path(work, "c")), nthreads=jobs, quiet=True,
-                             compiler_directives={"language_level": 3, "binding": True})
+                             compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False})
         staging = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
         try:
             distribution = Distribution({"ext_modules": compiled, "script_name": "kraftspec-compile"})
