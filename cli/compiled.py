@@ -219,7 +219,7 @@ def add_parser(commands) -> None:
         "you compile again). A compiled run gives the same traces and verdicts as a plain one, byte for byte; "
         "it is only faster. Needs Cython and setuptools (pip install 'kraftspec[compiled]'), a C compiler and "
         "Python's C headers.",
-        epilog=f"Example: kraftspec compile && {ENABLE}=1 kraftspec conform --traces 100000 out/",
+        epilog=f"Example: kraftspec compile && {ENABLE}=1 kraftspec conform --traces 100000",
     )
     parser.add_argument("--into", metavar="DIR", type=Path, default=None,
                         help=f"keep the build in DIR rather than the cache directory (set {DIRECTORY}=DIR to use it); "
