@@ -12,6 +12,7 @@ other implementation over JSON lines.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from kraftspec.impl import codec as impl_codec
@@ -26,7 +27,7 @@ from kraftspec.model.formats import FORMATS as MODEL_FORMATS
 from kraftspec.model.formats import record_version
 from kraftspec.spec.profiles import DEFAULT_PROFILE, profile, profile_names
 
-from .jsonform import fast_from_json, fast_to_json, newest_version, qualified, schema_of
+from .jsonform import compiled_from_json, fast_from_json, fast_to_json, newest_version, qualified, schema_of
 
 
 class Adapter(Protocol):
@@ -317,7 +318,7 @@ class ImplAdapter:
         if type(self).step is not ImplAdapter.step:
             return NotImplemented  # a subclass that changes step() must be replayed through it
         params = profile(trace.header.config.get("profile", DEFAULT_PROFILE))
-        seen: dict[int, Any] = {}  # a committed record's neutral form (by identity) -> impl's record
+        seen: dict = {}  # what _compile_step converted once for the whole trace
         compiled = [_compile_step(step, level, params.record_formats, params.rpc_formats, seen) for step in trace.steps]
         self.start(trace.header.config)
         controller = self.controller
@@ -360,22 +361,23 @@ class ImplAdapter:
 
 
 def _compile_step(step, level: str, formats: str = "seed-000", rpc_formats: str = "seed-000",
-                  seen: dict[int, Any] | None = None):
+                  seen: dict | None = None):
     """A step as impl objects: (kind, payload, version, seq, replies, records, frames, committed),
     its records of the record formats ``formats`` (DEC-22), its messages of ``rpc_formats`` (DEC-9).
     ``seen`` keeps, for the trace being compiled, the committed records already converted, by the
     identity of their neutral form: a recorded trace shares one form among the committed states it
-    appears in (committed_of), and the trace keeps them all alive while it is compiled."""
+    appears in (committed_of), and the trace keeps them all alive while it is compiled; and the
+    responses already converted, by their content (_response)."""
     event = step.event
     kind = event["kind"]
     version = 0
     if kind == "request":
         version = event["version"]
-        payload = fast_from_json(event["body"], qualified(f"{event['api']}Request", rpc_formats), make_impl, version)
+        payload = _to_impl(event["api"] + "Request", version, rpc_formats)(event["body"])
     else:
         payload = event.get("now_ms", event.get("offset"))
-    replies = [(r["seq"], r["version"], fast_from_json(r["body"], qualified(f"{r['api']}Response", rpc_formats), make_impl, r["version"]))
-               for r in step.replies]
+    seen = {} if seen is None else seen
+    replies = [(r["seq"], r["version"], _response(r, rpc_formats, seen)) for r in step.replies]
     records = frames = None
     if level == "records":
         if step.records and all("frame" in r for r in step.records):
@@ -386,7 +388,6 @@ def _compile_step(step, level: str, formats: str = "seed-000", rpc_formats: str 
             records = [fast_from_json(r["data"], qualified(r["type"], formats), make_impl, r["version"]) for r in step.records]
     committed = None
     if level != "responses" and step.committed is not None:
-        seen = {} if seen is None else seen
         committed = []
         for r in step.committed:
             record = seen.get(id(r))
@@ -395,3 +396,27 @@ def _compile_step(step, level: str, formats: str = "seed-000", rpc_formats: str 
                 record = seen[id(r)] = fast_from_json(r["data"], name, make_impl, newest_version(name))
             committed.append(record)
     return kind, payload, version, step.seq, replies, records, frames, committed
+
+
+@functools.cache
+def _to_impl(name: str, version: int, formats: str) -> Callable[[dict[str, Any]], Any]:
+    """The function that builds impl's object of the message or record type ``name`` at
+    ``version`` of ``formats`` from its neutral form."""
+    return compiled_from_json(qualified(name, formats), version, make_impl)
+
+
+def _response(reply: dict[str, Any], rpc_formats: str, seen: dict) -> Any:
+    """impl's response for a reply of the trace. Most of a trace's replies say what an earlier one
+    said (a heartbeat's answer, say): one whose body holds no list is converted once for all its
+    equals, which share the object (a response is only compared, never handed to impl)."""
+    body, version = reply["body"], reply["version"]
+    try:
+        key = (reply["api"], version, tuple(body.items()))
+        response = seen.get(key)
+    except TypeError:  # a body with a list in it: converted each time
+        key, response = None, None
+    if response is None:
+        response = _to_impl(reply["api"] + "Response", version, rpc_formats)(body)
+        if key is not None:
+            seen[key] = response
+    return response

@@ -154,9 +154,13 @@ def committed_checks(trace: Trace, level: str) -> list[bool]:
         return [False] * len(trace.steps)
     checks, recorded = [], False
     for step in trace.steps:
-        recorded = recorded or step.committed is not None
-        last = step.n == len(trace.steps) - 1
-        checks.append(recorded and (step.committed is not None or step.event["kind"] in CHECKS_COMMITTED or last))
+        if step.committed is not None:
+            recorded = True
+            checks.append(True)
+        else:
+            checks.append(recorded and step.event["kind"] in CHECKS_COMMITTED)
+    if checks:
+        checks[-1] = recorded  # the last step, once a committed state has been recorded
     return checks
 
 
