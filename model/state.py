@@ -51,9 +51,15 @@ def replace(instance: T, **changes) -> T:
 def _make_replacer(cls: type) -> Callable[..., Any]:
     names = [a.name for a in attrs.fields(cls)]
     params = ", ".join(f"{n}=_KEEP" for n in names)
-    body = "\n".join(f"    _set(new, {n!r}, o.{n} if {n} is _KEEP else {n})" for n in names)
+    namespace: dict[str, Any] = {"_KEEP": _KEEP, "_new": object.__new__, "_cls": cls}
+    lines = []
+    for n in names:  # a slot is set through its descriptor, which is quicker than object.__setattr__
+        slot = next((c.__dict__[n] for c in cls.__mro__ if n in c.__dict__), None)
+        namespace[f"_set_{n}"] = slot.__set__ if slot is not None and hasattr(slot, "__set__") else (
+            lambda new, value, name=n: object.__setattr__(new, name, value))
+        lines.append(f"    _set_{n}(new, o.{n} if {n} is _KEEP else {n})")
+    body = "\n".join(lines)
     source = f"def replace_{cls.__name__}(o, {params}):\n    new = _new(_cls)\n{body}\n    return new\n"
-    namespace: dict[str, Any] = {"_KEEP": _KEEP, "_set": object.__setattr__, "_new": object.__new__, "_cls": cls}
     exec(source, namespace)  # noqa: S102 - generated from the class's own fields
     return namespace[f"replace_{cls.__name__}"]
 
