@@ -16,10 +16,11 @@ from attrs import define, field
 
 @define
 class RuleLog:
-    """The rules that fired in one step, and those among them that refused something."""
+    """The rules that fired in one step, and those among them that refused something, each in the
+    order it first did (the keys of a dict keep that order, and a second citation leaves it)."""
 
-    fired: list[str] = field(factory=list)
-    rejected: list[str] = field(factory=list)
+    fired: dict[str, None] = field(factory=dict)
+    rejected: dict[str, None] = field(factory=dict)
 
 
 _log: ContextVar[RuleLog | None] = ContextVar("kraftspec_rule_log", default=None)
@@ -28,16 +29,16 @@ _log: ContextVar[RuleLog | None] = ContextVar("kraftspec_rule_log", default=None
 def cite(rule_id: str) -> None:
     """Record that rule ``rule_id`` decided something in the step being handled."""
     log = _log.get()
-    if log is not None and rule_id not in log.fired:
-        log.fired.append(rule_id)
+    if log is not None:
+        log.fired[rule_id] = None
 
 
 def reject(rule_id: str) -> None:
     """Record that rule ``rule_id`` refused a request, or a topic or partition of one."""
     cite(rule_id)
     log = _log.get()
-    if log is not None and rule_id not in log.rejected:
-        log.rejected.append(rule_id)
+    if log is not None:
+        log.rejected[rule_id] = None
 
 
 class collecting:

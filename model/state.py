@@ -41,10 +41,9 @@ def replace(instance: T, **changes) -> T:
     """A copy of a frozen state object with some fields changed: ``attrs.evolve`` without its
     look at the class on every call, which the model would pay several times per event. Only for
     the state classes, which have no converters or validators to run."""
-    cls = type(instance)
-    replacer = _REPLACERS.get(cls)
+    replacer = _REPLACERS.get(type(instance))
     if replacer is None:
-        replacer = _REPLACERS[cls] = _make_replacer(cls)
+        replacer = _REPLACERS[type(instance)] = _make_replacer(type(instance))
     return replacer(instance, **changes)
 
 
