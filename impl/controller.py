@@ -18,6 +18,7 @@ Which records say what follows the profile's record formats (formats.py, DEC-22)
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import deque
 from pathlib import Path
@@ -233,9 +234,19 @@ class Controller:
             controller.metrics = ControllerMetrics()
             return controller
         rebuild = plan_rebuild(disk, snapshots)
-        replay, decode = controller.state.replay, controller.codec.decode
-        for frame in rebuild.frames():
-            replay(decode(frame)[0])
+        replay_all, decode_frames = controller.state.replay_all, controller.codec.decode_frames
+        # the cyclic garbage collector paused while the state is built: loading makes millions of
+        # objects that live on and almost no garbage (what dies, dies by reference counting), and
+        # each collection on the way would walk every object made so far (a third of the time of
+        # a snapshot of a million partitions)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for frames in rebuild.batches():
+                replay_all(decode_frames(frames))
+        finally:
+            if collecting:
+                gc.enable()
         committed = rebuild.to_offset
         controller.log_start_offset = rebuild.snapshot.end_offset if rebuild.snapshot else disk.start_offset
         controller.log_end_offset = controller.committed_offset = committed
@@ -305,6 +316,13 @@ class Controller:
                 self.leases.set_fenced(record.broker_id, fenced)
         assert self._batch is not None, "records are added only while a request's batch is open"
         self._batch.append(record)
+
+    def _add_all(self, records: list) -> None:
+        """:meth:`_add` for each of ``records`` in turn, which are partition changes (no record
+        among them fences or unfences: the leases are not consulted)."""
+        assert self._batch is not None, "records are added only while a request's batch is open"
+        self.state.replay_all(records)
+        self._batch.extend(records)
 
     def batch_size(self) -> int:
         """The records in the open batch so far."""
