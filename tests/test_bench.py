@@ -44,6 +44,12 @@ def test_bench_kafka_quick_compares_impl_with_kafka_and_writes_every_figure(tmp_
         assert len(figure["kafka"]["runs"]) == len(figure["impl"]["runs"]) == figures["rounds"], workload
         assert figure["ratio"] > 0 and len(figure["round_ratios"]) == figures["rounds"], workload
     assert figures["heartbeats"]["goal"] == figures["mix"]["goal"] == 0.5
+    # fencing and snapshot loading: the same work on both sides (the fencing wrote the same records)
+    for workload in ("fence", "snapshot_load", "snapshot_bytes"):
+        figure = figures[workload]
+        assert len(figure["kafka"]["runs"]) == len(figure["impl"]["runs"]) == figures["rounds"], workload
+        assert figure["ratio"] > 0 and figure["ratio_is"].startswith("Kafka/impl"), workload
+    assert figures["fence"]["records"] == 3001  # 1,000 leaderships and 2,000 ISR places left, then the fencing record
     text = out.getvalue()
     assert "load average" in text and "impl/Kafka" in text and "goal at least 0.5" in text
 
