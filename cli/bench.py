@@ -13,13 +13,18 @@ Prints, as each is measured:
 Figures are medians of repeated runs; the machine may be shared, so compare ratios.
 ``--quick`` runs everything at 1/100 of the sizes (a smoke test, not a measurement).
 
-``kraftspec bench kafka``: impl against Apache Kafka's QuorumController on the same workloads, in
-one run, interleaved round by round (Kafka, then impl, repeated), as medians with their spread and
-the ratio impl/Kafka: the same walks over the conformance protocol (the Kafka adapter against impl
-behind the example server), then warm and in process (Bench.java in the adapter's jar against
+``kraftspec bench kafka``: impl against Apache Kafka's controller on the same workloads, in one
+run, interleaved round by round (Kafka, then impl, repeated), as medians with their spread and
+the ratio of the two: the same walks over the conformance protocol (the Kafka adapter against impl
+behind the example server); then warm and in process (Bench.java in the adapter's jar against
 impl's Controller API) heartbeats and a record-producing mix of ISR changes, against the goal of
-at least 0.5x Kafka. The load average is printed, and a warning when the spread is too wide for the
-ratio to mean anything.
+at least 0.5x Kafka; fencing a broker that leads 1,000 partitions and follows 2,000 among
+1,000,000 (Kafka's QuorumController holding them, a heartbeat with WantFence until its reply;
+impl's goal at most 5 ms); and loading a 1,000,000-partition snapshot in a fresh process (Kafka's
+snapshot reader into a MetadataImage in a JVM; impl's Controller.open; impl's goals at most 3 s and
+300 bytes per partition), time and memory. Every ratio is one where higher is better for impl:
+rates impl/Kafka, times and sizes Kafka's over impl's. The load average is printed, and a warning
+when the rounds' ratios spread too widely for the ratio to mean anything.
 
 ``--profile NAME`` builds every controller, model configuration and walk of the workloads under
 that behaviour profile, with its default timings (default kip-631).

@@ -18,6 +18,7 @@ Which records say what follows the profile's record formats (formats.py, DEC-22)
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 from collections import deque
@@ -65,6 +66,7 @@ from .topics import handle_create_topics, handle_delete_topics
 SNAPSHOTS_KEPT = 2  # STORAGE.md: keep two, and the log from the older one on
 
 
+@functools.cache  # asked on every request, of a few (type, version) pairs
 def _supported(request_type: type[Struct], version: int) -> bool:
     low, _, high = request_type.VALID_VERSIONS.partition("-")
     return int(low) <= version <= int(high or low)
@@ -360,7 +362,7 @@ class Controller:
         self._open_batch()
         response = handler(self, request, version)
         batch = self._close_batch()
-        if not _supported(type(request), version):
+        if not _supported(type(request), version):  # type: ignore[arg-type]  # a class is hashable
             version = 0
         if type(response) is Refused:
             refusal, response = response, response.response
