@@ -1,4 +1,6 @@
-"""``kraftspec bench impl``: impl's figures against issue 3's goals, and the model beside it.
+"""``kraftspec bench impl``: impl's figures against its goals, and the model beside it. The goals
+are issue 3's, raised since where impl aims higher: fencing at most 5 ms (was 20), a snapshot of
+1,000,000 partitions loaded in at most 3 s (was 10) at most 300 bytes per partition (was 600).
 
 Prints, as each is measured:
   * heartbeats handled per second on one core, at 10 brokers / 1,000 partitions and at
@@ -48,10 +50,10 @@ from kraftspec.spec.profiles import DEFAULT_PROFILE
 GOALS = {
     "heartbeats_per_s": 250_000,
     "heartbeat_scale_ratio": 0.8,
-    "fence_ms": 20.0,
+    "fence_ms": 5.0,  # issue 3 asked 20
     "controlled_shutdown_ms": 50.0,
-    "snapshot_load_s": 10.0,
-    "bytes_per_partition": 600.0,
+    "snapshot_load_s": 3.0,  # issue 3 asked 10
+    "bytes_per_partition": 300.0,  # issue 3 asked 600
 }
 
 
@@ -378,11 +380,11 @@ KAFKA_GOAL = 0.5
 """impl's goal against Kafka's warm controller: at least half its throughput, on heartbeats and on
 a record-producing mix."""
 
-FENCE_GOAL_MS = 5.0
+FENCE_GOAL_MS = GOALS["fence_ms"]
 """impl's goal for fencing a broker that holds 1,000 leaderships and 2,000 ISR places among 1,000,000 partitions."""
 
-SNAPSHOT_GOAL_S = 3.0
-SNAPSHOT_GOAL_BYTES = 300
+SNAPSHOT_GOAL_S = GOALS["snapshot_load_s"]
+SNAPSHOT_GOAL_BYTES = GOALS["bytes_per_partition"]
 """impl's goals for loading a 1,000,000-partition snapshot: time, and resident bytes per partition."""
 
 NOISY = 0.25
@@ -785,7 +787,7 @@ def compare_snapshot_loading(version: str, scale: float, rounds: int, out, profi
                                         "impl: resident set)", per_partition["Kafka"], per_partition["impl"], "bytes", out, None,
                                         lower_is_better=True)
     impl_b = figures["snapshot_bytes"]["impl"]["median"]
-    say(out, f"    impl's median {impl_b:.0f} bytes (goal at most {SNAPSHOT_GOAL_BYTES} bytes: "
+    say(out, f"    impl's median {impl_b:.0f} bytes (goal at most {SNAPSHOT_GOAL_BYTES:.0f} bytes: "
              f"{verdict(impl_b, SNAPSHOT_GOAL_BYTES, False)})")
     figures["snapshot_bytes"]["goal_bytes"], figures["snapshot_bytes"]["met"] = SNAPSHOT_GOAL_BYTES, impl_b <= SNAPSHOT_GOAL_BYTES
     return figures
