@@ -13,7 +13,7 @@ def test_bench_impl_quick_runs_and_writes_every_figure(tmp_path):
     with redirect_stdout(out):
         assert main(["bench", "impl", "--quick", "--json", str(tmp_path / "figures.json")]) == 0
     figures = json.loads((tmp_path / "figures.json").read_text())
-    for key in ("heartbeats_small_v1", "heartbeats_big_v1", "fence_ms", "controlled_shutdown_ms",
+    for key in ("heartbeats_small_v1", "heartbeats_big_v1", "fence_ms", "fence_cpu_ms", "controlled_shutdown_ms",
                 "snapshot_load_s", "bytes_per_partition", "model_heartbeats_small", "impl_model_ratio"):
         assert key in figures, key
     text = out.getvalue()
