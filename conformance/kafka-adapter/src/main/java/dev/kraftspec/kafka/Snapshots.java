@@ -58,8 +58,7 @@ final class Snapshots {
             records.add(new ApiMessageAndVersion(register, (short) 2));
         }
         long recordsTotal = 1 + brokers + (long) Math.max(1, partitions / TOPIC_SIZE) + partitions;
-        Object snapshotId = offsetAndEpoch(recordsTotal, 1);
-        Object raw = invokeStatic(Class.forName("org.apache.kafka.snapshot.FileRawSnapshotWriter"), "create", directory, snapshotId);
+        Object raw = openWithId(Class.forName("org.apache.kafka.snapshot.FileRawSnapshotWriter"), "create", directory, recordsTotal, 1);
         RecordsSnapshotWriter.Builder builder = new RecordsSnapshotWriter.Builder();
         boolean rawSet = false;
         boolean sizeSet = false;
@@ -114,9 +113,9 @@ final class Snapshots {
             throw new IOException("no .checkpoint file in " + directory);
         }
         String[] parts = file.getFileName().toString().replace(".checkpoint", "").split("-");
-        Object snapshotId = offsetAndEpoch(Long.parseLong(parts[0]), Integer.parseInt(parts[1]));
         long start = System.nanoTime();
-        Object raw = invokeStatic(Class.forName("org.apache.kafka.snapshot.FileRawSnapshotReader"), "open", directory, snapshotId);
+        Object raw = openWithId(Class.forName("org.apache.kafka.snapshot.FileRawSnapshotReader"), "open", directory,
+            Long.parseLong(parts[0]), Integer.parseInt(parts[1]));
         SnapshotReader<ApiMessageAndVersion> reader = reader(raw);
         MetadataDelta delta = new MetadataDelta.Builder().setImage(MetadataImage.EMPTY).build();
         try {
@@ -140,33 +139,41 @@ final class Snapshots {
         }
     }
 
-    /** {@code RecordsSnapshotReader.of(raw, serde, buffer supplier, max batch size, check CRCs, log context)}. */
+    /**
+     * {@code RecordsSnapshotReader.of(raw, serde, buffer supplier, max batch size, check CRCs[, log
+     * context])}: the log context came with Kafka 4.1.
+     */
     @SuppressWarnings("unchecked")
     private static SnapshotReader<ApiMessageAndVersion> reader(Object raw) throws Exception {
         Class<?> readerClass = Class.forName("org.apache.kafka.snapshot.RecordsSnapshotReader");
         for (Method m : readerClass.getMethods()) {
-            if (!m.getName().equals("of") || m.getParameterCount() != 6) {
+            int count = m.getParameterCount();
+            if (!m.getName().equals("of") || (count != 5 && count != 6)) {
                 continue;
             }
             Class<?>[] types = m.getParameterTypes();
             Object bufferSupplier = invokeStatic(types[2], "create");
-            Object logContext = types[5].getConstructor().newInstance();
-            return (SnapshotReader<ApiMessageAndVersion>) m.invoke(null, raw, MetadataRecordSerde.INSTANCE, bufferSupplier,
-                MAX_BATCH_BYTES, true, logContext);
+            Object[] args = count == 5
+                ? new Object[] {raw, MetadataRecordSerde.INSTANCE, bufferSupplier, MAX_BATCH_BYTES, true}
+                : new Object[] {raw, MetadataRecordSerde.INSTANCE, bufferSupplier, MAX_BATCH_BYTES, true,
+                    types[5].getConstructor().newInstance()};
+            return (SnapshotReader<ApiMessageAndVersion>) m.invoke(null, args);
         }
-        throw new IllegalStateException("RecordsSnapshotReader has no of(...) of six parameters");
+        throw new IllegalStateException("RecordsSnapshotReader has no of(...) of five or six parameters");
     }
 
-    /** A snapshot id: {@code OffsetAndEpoch} is in server-common since Kafka 4.1, in raft before. */
-    private static Object offsetAndEpoch(long offset, int epoch) throws Exception {
-        Class<?> type;
-        try {
-            type = Class.forName("org.apache.kafka.server.common.OffsetAndEpoch");
-        } catch (ClassNotFoundException e) {
-            type = Class.forName("org.apache.kafka.raft.OffsetAndEpoch");
+    /**
+     * {@code type.name(directory, snapshot id)}, the id an {@code OffsetAndEpoch} of the class the
+     * method takes (it moved from raft to server-common between releases).
+     */
+    private static Object openWithId(Class<?> type, String name, Path directory, long offset, int epoch) throws Exception {
+        for (Method m : type.getMethods()) {
+            if (m.getName().equals(name) && m.getParameterCount() == 2 && m.getParameterTypes()[0] == Path.class) {
+                Constructor<?> c = m.getParameterTypes()[1].getConstructor(long.class, int.class);
+                return invokeStatic(type, name, directory, c.newInstance(offset, epoch));
+            }
         }
-        Constructor<?> c = type.getConstructor(long.class, int.class);
-        return c.newInstance(offset, epoch);
+        throw new IllegalStateException(type.getName() + " has no static " + name + "(Path, OffsetAndEpoch)");
     }
 
     private static Object invokeStatic(Class<?> type, String name, Object... args) throws Exception {
