@@ -1,4 +1,6 @@
-"""``kraftspec bench impl``: impl's figures against issue 3's goals, and the model beside it.
+"""``kraftspec bench impl``: impl's figures against its goals, and the model beside it. The goals
+are issue 3's, raised since where impl aims higher: fencing at most 5 ms (was 20), a snapshot of
+1,000,000 partitions loaded in at most 3 s (was 10) at most 300 bytes per partition (was 600).
 
 Prints, as each is measured:
   * heartbeats handled per second on one core, at 10 brokers / 1,000 partitions and at
@@ -13,13 +15,18 @@ Prints, as each is measured:
 Figures are medians of repeated runs; the machine may be shared, so compare ratios.
 ``--quick`` runs everything at 1/100 of the sizes (a smoke test, not a measurement).
 
-``kraftspec bench kafka``: impl against Apache Kafka's QuorumController on the same workloads, in
-one run, interleaved round by round (Kafka, then impl, repeated), as medians with their spread and
-the ratio impl/Kafka: the same walks over the conformance protocol (the Kafka adapter against impl
-behind the example server), then warm and in process (Bench.java in the adapter's jar against
+``kraftspec bench kafka``: impl against Apache Kafka's controller on the same workloads, in one
+run, interleaved round by round (Kafka, then impl, repeated), as medians with their spread and
+the ratio of the two: the same walks over the conformance protocol (the Kafka adapter against impl
+behind the example server); then warm and in process (Bench.java in the adapter's jar against
 impl's Controller API) heartbeats and a record-producing mix of ISR changes, against the goal of
-at least 0.5x Kafka. The load average is printed, and a warning when the spread is too wide for the
-ratio to mean anything.
+at least 0.5x Kafka; fencing a broker that leads 1,000 partitions and follows 2,000 among
+1,000,000 (Kafka's QuorumController holding them, a heartbeat with WantFence until its reply;
+impl's goal at most 5 ms); and loading a 1,000,000-partition snapshot in a fresh process (Kafka's
+snapshot reader into a MetadataImage in a JVM; impl's Controller.open; impl's goals at most 3 s and
+300 bytes per partition), time and memory. Every ratio is one where higher is better for impl:
+rates impl/Kafka, times and sizes Kafka's over impl's. The load average is printed, and a warning
+when the rounds' ratios spread too widely for the ratio to mean anything.
 
 ``--profile NAME`` builds every controller, model configuration and walk of the workloads under
 that behaviour profile, with its default timings (default kip-631).
@@ -43,10 +50,10 @@ from kraftspec.spec.profiles import DEFAULT_PROFILE
 GOALS = {
     "heartbeats_per_s": 250_000,
     "heartbeat_scale_ratio": 0.8,
-    "fence_ms": 20.0,
+    "fence_ms": 5.0,  # issue 3 asked 20
     "controlled_shutdown_ms": 50.0,
-    "snapshot_load_s": 10.0,
-    "bytes_per_partition": 600.0,
+    "snapshot_load_s": 3.0,  # issue 3 asked 10
+    "bytes_per_partition": 300.0,  # issue 3 asked 600
 }
 
 
@@ -148,6 +155,14 @@ def timed_heartbeat(controller, broker_id: int, **flags) -> tuple[float, object]
     return time.perf_counter() - start, outcome
 
 
+def cpu_timed_heartbeat(controller, broker_id: int, **flags) -> tuple[float, float]:
+    """:func:`timed_heartbeat`'s wall time and this thread's CPU time (on a shared machine the
+    second leaves out the time other processes held the core)."""
+    cpu_start = time.thread_time()
+    seconds, _ = timed_heartbeat(controller, broker_id, **flags)
+    return seconds, time.thread_time() - cpu_start
+
+
 # ---- the model ------------------------------------------------------------------------
 
 
@@ -189,12 +204,13 @@ def resident():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * page
 before = resident()
-start = time.perf_counter()
+start, cpu_start = time.perf_counter(), time.process_time()
 controller = Controller.open(sys.argv[1])
-seconds = time.perf_counter() - start
+seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
 after = resident()
 partitions = sum(len(t.partitions) for t in controller.state.replication.topics.values())
-print(json.dumps({"seconds": seconds, "bytes": after - before, "partitions": partitions}))
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds, "bytes": after - before, "partitions": partitions}))
+controller.close()
 """
 
 
@@ -211,7 +227,7 @@ def snapshot_load(partitions: int, brokers: int, out) -> dict:
             runs.append(json.loads(result.stdout))
         best = min(runs, key=lambda r: r["seconds"])
         assert best["partitions"] == partitions, best
-        return {"seconds": best["seconds"], "bytes_per_partition": best["bytes"] / partitions}
+        return {"seconds": best["seconds"], "cpu_seconds": best["cpu_seconds"], "bytes_per_partition": best["bytes"] / partitions}
 
 
 # ---- the run -----------------------------------------------------------------------------
@@ -268,28 +284,33 @@ def bench_impl(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
              f"(goal at most {GOALS['controlled_shutdown_ms']:.0f} ms: {verdict(figures['controlled_shutdown_ms'], GOALS['controlled_shutdown_ms'], False)})")
 
     say(out, "fencing a broker that leads 1,000 partitions and follows 2,000 (median of 5 brokers)")
-    figures["fence_ms"] = {}
+    figures["fence_ms"], figures["fence_cpu_ms"] = {}, {}
     for partitions in sorted({int(10_000 * max(scale, 0.1)), int(100_000 * scale), big_p}):
         brokers = max(3, partitions // 1000)
-        times = []
+        times, cpu_times = [], []
         shared = big if partitions == big_p else impl_cluster(partitions, brokers, profile=profile) if brokers >= 15 else None
         for broker_id in measured_brokers(brokers, 5):
             # brokers far apart hold no partition in common, so one fencing does not change what the
             # next one holds; a cluster too small for that is built afresh for each run
             cluster = shared or impl_cluster(partitions, brokers, profile=profile)
-            seconds, _ = timed_heartbeat(cluster, broker_id, want_fence=True)
+            seconds, cpu = cpu_timed_heartbeat(cluster, broker_id, want_fence=True)
             times.append(seconds)
+            cpu_times.append(cpu)
             cluster.commit(cluster.log_end_offset)
         figures["fence_ms"][partitions] = statistics.median(times) * 1000
+        figures["fence_cpu_ms"][partitions] = statistics.median(cpu_times) * 1000
         say(out, f"  {partitions:>9,} partitions ({brokers:,} brokers): {figures['fence_ms'][partitions]:.1f} ms "
-                 f"(goal at most {GOALS['fence_ms']:.0f} ms: {verdict(figures['fence_ms'][partitions], GOALS['fence_ms'], False)})")
+                 f"(goal at most {GOALS['fence_ms']:.0f} ms: {verdict(figures['fence_ms'][partitions], GOALS['fence_ms'], False)}; "
+                 f"CPU {figures['fence_cpu_ms'][partitions]:.1f} ms)")
 
     del big
 
     say(out, f"loading a snapshot of {big_p:,} partitions from disk, in a fresh process")
     load = snapshot_load(big_p, big_b, out)
     figures["snapshot_load_s"], figures["bytes_per_partition"] = load["seconds"], load["bytes_per_partition"]
-    say(out, f"  {load['seconds']:.1f} s (goal at most {GOALS['snapshot_load_s']:.0f} s: {verdict(load['seconds'], GOALS['snapshot_load_s'], False)}); "
+    figures["snapshot_load_cpu_s"] = load["cpu_seconds"]
+    say(out, f"  {load['seconds']:.1f} s (goal at most {GOALS['snapshot_load_s']:.0f} s: {verdict(load['seconds'], GOALS['snapshot_load_s'], False)}; "
+             f"CPU {load['cpu_seconds']:.1f} s); "
              f"{load['bytes_per_partition']:.0f} bytes per partition of resident memory "
              f"(goal at most {GOALS['bytes_per_partition']:.0f}: {verdict(load['bytes_per_partition'], GOALS['bytes_per_partition'], False)})")
 
@@ -372,6 +393,13 @@ KAFKA_GOAL = 0.5
 """impl's goal against Kafka's warm controller: at least half its throughput, on heartbeats and on
 a record-producing mix."""
 
+FENCE_GOAL_MS = GOALS["fence_ms"]
+"""impl's goal for fencing a broker that holds 1,000 leaderships and 2,000 ISR places among 1,000,000 partitions."""
+
+SNAPSHOT_GOAL_S = GOALS["snapshot_load_s"]
+SNAPSHOT_GOAL_BYTES = GOALS["bytes_per_partition"]
+"""impl's goals for loading a 1,000,000-partition snapshot: time, and resident bytes per partition."""
+
 NOISY = 0.25
 """A relative spread (max - min over the median) beyond which a comparison is not meaningful."""
 
@@ -391,7 +419,8 @@ def spread(values: list[float]) -> dict:
 
 
 def show(figure: dict, unit: str) -> str:
-    return (f"{figure['median']:,.0f} {unit} (min {figure['min']:,.0f}, max {figure['max']:,.0f}, "
+    digits = 2 if figure["median"] < 100 else 0
+    return (f"{figure['median']:,.{digits}f} {unit} (min {figure['min']:,.{digits}f}, max {figure['max']:,.{digits}f}, "
             f"spread {figure['spread']:.0%})")
 
 
@@ -415,28 +444,49 @@ def drive(trace, adapter) -> int:
     return answered
 
 
+def bench_command(version: str, *options: str) -> list[str]:
+    """The command line of Bench.java (the Kafka adapter's jar, built for ``version``) with ``options``."""
+    import shutil
+
+    from kraftspec.conformance import kafka
+
+    java = shutil.which("java")
+    if java is None:
+        raise kafka.KafkaAdapterError("bench kafka needs Java 17 or newer, and `java` was not found on PATH")
+    classpath = kafka.build(version)
+    return [java, "-cp", classpath, BENCH_CLASS, "--schemas", str(kafka.schemas_dir()),
+            "--metadata-version", kafka.DEFAULT_METADATA_VERSION, *options]
+
+
+def kafka_once(version: str, *options: str) -> dict:
+    """Bench.java run once in a fresh JVM (``--mode write-snapshot`` or ``load-snapshot``): its one answer."""
+    result = subprocess.run(bench_command(version, *options), capture_output=True, text=True, check=False)
+    try:
+        answer = json.loads(result.stdout.strip().splitlines()[-1]) if result.stdout.strip() else None
+    except ValueError:
+        answer = None
+    if result.returncode != 0 or not isinstance(answer, dict) or "error" in answer:
+        problem = answer["error"] if isinstance(answer, dict) and "error" in answer else f"exit status {result.returncode}"
+        tail = result.stderr.strip().splitlines()[-5:]
+        raise RuntimeError(f"Kafka's controller benchmark (Bench.java {' '.join(options)}) failed: {problem}"
+                           + ("".join("\n  " + t for t in tail) if tail else ""))
+    return answer
+
+
 class KafkaBench:
     """Bench.java in a JVM of its own, kept running between rounds: each workload is one command
-    line in and one JSON line out (see Bench.java)."""
+    line in and one JSON line out (see Bench.java). ``mode`` ``fence`` builds the fencing
+    benchmark's cluster (topics of 1,000 partitions, placed round-robin) instead."""
 
-    def __init__(self, version: str, brokers: int, partitions: int) -> None:
-        import shutil
-
-        from kraftspec.conformance import kafka
-
-        java = shutil.which("java")
-        if java is None:
-            raise kafka.KafkaAdapterError("bench kafka needs Java 17 or newer, and `java` was not found on PATH")
-        classpath = kafka.build(version)
+    def __init__(self, version: str, brokers: int, partitions: int, mode: str = "bench") -> None:
         self._stderr = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [java, "-cp", classpath, BENCH_CLASS, "--schemas", str(kafka.schemas_dir()),
-             "--metadata-version", kafka.DEFAULT_METADATA_VERSION, "--brokers", str(brokers), "--partitions", str(partitions)],
+            bench_command(version, "--brokers", str(brokers), "--partitions", str(partitions), "--mode", mode),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         self.ready = self._answer("starting")
 
     def run(self, command: str) -> dict:
-        """``heartbeats COUNT`` or ``mix ROUNDS``: what Bench.java measured."""
+        """``heartbeats COUNT``, ``mix ROUNDS`` or ``fence BROKER``: what Bench.java measured."""
         assert self.process.stdin is not None
         self.process.stdin.write(command + "\n")
         self.process.stdin.flush()
@@ -521,24 +571,50 @@ class ImplIsrMix:
         return {"count": count, "seconds": seconds, "cpu_seconds": cpu, "records": records}
 
 
+def impl_fence(controller, broker_id: int) -> dict:
+    """A heartbeat from ``broker_id`` asking to be fenced, timed until its reply is released (its
+    batch appended and committed), as Bench.java times Kafka's."""
+    from kraftspec.impl.messages import BrokerHeartbeatRequest
+
+    request = BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=controller.state.cluster.brokers[broker_id].epoch,
+                                     current_metadata_offset=controller.committed_offset, want_fence=True)
+    cpu_start, start = time.process_time(), time.perf_counter()
+    handled = controller.handle_request(request, 0)
+    committed = controller.commit(controller.log_end_offset)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    replies = handled.replies + committed.replies
+    if len(replies) != 1 or replies[0].response.error_code or not replies[0].response.is_fenced:
+        raise RuntimeError(f"impl did not fence broker {broker_id}: {replies!r}")
+    records = sum(len(batch_records) for _, batch_records in handled.batches)
+    return {"count": 1, "seconds": seconds, "cpu_seconds": cpu, "records": records}
+
+
 def impl_heartbeats(controller, brokers: int, count: int) -> dict:
     cpu_start = time.process_time()
     rate = heartbeat_rate(controller, brokers, 0, count)
     return {"count": count, "seconds": count / rate, "cpu_seconds": time.process_time() - cpu_start, "records": 0}
 
 
-def compare(name: str, kafka_runs: list[float], impl_runs: list[float], unit: str, out, goal: float | None) -> dict:
+def compare(name: str, kafka_runs: list[float], impl_runs: list[float], unit: str, out, goal: float | None,
+            lower_is_better: bool = False) -> dict:
     """Print and return two interleaved series and their ratio impl/Kafka: the median of the rounds'
     ratios, each round's two figures measured one after the other, so that a load that slows both
-    leaves the ratio alone. A warning when the rounds' ratios spread too widely for it to mean much."""
+    leaves the ratio alone. A warning when the rounds' ratios spread too widely for it to mean much.
+
+    Every ratio is one where higher is better for impl: for rates, impl's over Kafka's; for a
+    figure where lower is better (``lower_is_better``: a time, a size), Kafka's over impl's, that
+    is impl's speed (or compactness) as a multiple of Kafka's."""
     kafka, impl = spread(kafka_runs), spread(impl_runs)
-    ratios = spread([i / k for i, k in zip(impl_runs, kafka_runs, strict=True)])
+    pairs = zip(impl_runs, kafka_runs, strict=True)
+    ratios = spread([k / i if lower_is_better else i / k for i, k in pairs])
     ratio = ratios["median"]
-    figure = {"kafka": kafka, "impl": impl, "ratio": ratio, "round_ratios": ratios["runs"], "ratio_spread": ratios["spread"]}
+    figure = {"kafka": kafka, "impl": impl, "ratio": ratio, "round_ratios": ratios["runs"], "ratio_spread": ratios["spread"],
+              "ratio_is": "Kafka/impl (lower is better for both, so higher is better for impl)" if lower_is_better else "impl/Kafka"}
     say(out, f"  {name}:")
     say(out, f"    Kafka {show(kafka, unit)}")
     say(out, f"    impl  {show(impl, unit)}")
-    text = f"    impl/Kafka {ratio:.2f} (rounds {ratios['min']:.2f} to {ratios['max']:.2f}, spread {ratios['spread']:.0%})"
+    what = "impl/Kafka as Kafka's figure over impl's (lower is better, so higher is better here)" if lower_is_better else "impl/Kafka"
+    text = f"    {what} {ratio:.2f} (rounds {ratios['min']:.2f} to {ratios['max']:.2f}, spread {ratios['spread']:.0%})"
     if goal is not None:
         verdict_text = verdict(ratio, goal, True)
         if ratios["min"] < goal <= ratios["max"]:
@@ -626,8 +702,107 @@ def bench_kafka(scale: float, out, version: str, profile: str = DEFAULT_PROFILE)
             figures[f"{workload}_per_cpu_second"] = compare(
                 f"{workload}, per CPU second (all of a process's threads: Kafka's controller thread and the one sending)",
                 per_cpu["Kafka"], per_cpu["impl"], unit.replace("/s", "/CPU s"), out, None)
+    figures.update(compare_fencing(version, scale, rounds, out, profile))
+    figures.update(compare_snapshot_loading(version, scale, rounds, out, profile))
     figures["load_average"]["end"] = load_average()
     say(out, f"load average {load_average()} at the end")
+    return figures
+
+
+def compare_fencing(version: str, scale: float, rounds: int, out, profile: str = DEFAULT_PROFILE) -> dict:
+    """Fencing a broker that leads 1,000 partitions and follows 2,000 in a cluster of 1,000,000
+    partitions over 1,000 brokers (1/100 of that with ``--quick``), in Kafka's controller and in
+    impl: the same placement, the same request (a heartbeat with WantFence), timed until its reply
+    is released. Each round fences another broker, far from the others (no partition in common, so
+    every fencing does the same work), Kafka's then impl's; Kafka's JIT is warmed up on brokers of
+    its own first."""
+    partitions, brokers = int(1_000_000 * scale), max(10, int(1000 * scale))
+    quick = scale < 1
+    warm_up = 1 if quick else 10
+    chosen = measured_brokers(brokers, warm_up + rounds)
+    say(out, f"fencing a broker that leads {partitions // brokers:,} partitions and follows {2 * partitions // brokers:,}, "
+             f"in {partitions:,} partitions over {brokers:,} brokers (a heartbeat with WantFence, until its reply is released; "
+             f"each round another broker)")
+    figures: dict = {}
+    start = time.perf_counter()
+    controller = None
+    kafka = KafkaBench(version, brokers, partitions, mode="fence")
+    try:
+        say(out, f"  (Kafka's cluster built in {time.perf_counter() - start:.0f} s; warming up its JIT)")
+        start = time.perf_counter()
+        controller = impl_cluster(partitions, brokers, profile=profile)
+        say(out, f"  (impl's cluster built in {time.perf_counter() - start:.0f} s)")
+        runs: dict[str, list[dict]] = {"Kafka": [], "impl": []}
+        for i, broker_id in enumerate(chosen):
+            kafka_run, impl_run = kafka.run(f"fence {broker_id}"), impl_fence(controller, broker_id)
+            if kafka_run["records"] != impl_run["records"]:
+                raise RuntimeError(f"fencing broker {broker_id} wrote {kafka_run['records']} records in Kafka, "
+                                   f"{impl_run['records']} in impl: not the same work")
+            if i >= warm_up:
+                runs["Kafka"].append(kafka_run)
+                runs["impl"].append(impl_run)
+    finally:
+        kafka.close()
+    del controller
+    ms = {name: [r["seconds"] * 1000 for r in series] for name, series in runs.items()}
+    figures["fence"] = compare("fencing, ms of wall time", ms["Kafka"], ms["impl"], "ms", out, None, lower_is_better=True)
+    figures["fence"]["records"] = runs["impl"][0]["records"]
+    impl_ms = figures["fence"]["impl"]["median"]
+    say(out, f"    impl's median {impl_ms:.2f} ms (goal at most {FENCE_GOAL_MS:.0f} ms: {verdict(impl_ms, FENCE_GOAL_MS, False)})")
+    figures["fence"]["goal_ms"], figures["fence"]["met"] = FENCE_GOAL_MS, impl_ms <= FENCE_GOAL_MS
+    return figures
+
+
+def compare_snapshot_loading(version: str, scale: float, rounds: int, out, profile: str = DEFAULT_PROFILE) -> dict:
+    """Loading a snapshot of 1,000,000 partitions (1/100 of that with ``--quick``) over 1,000
+    brokers in a fresh process: Kafka's written by Kafka's snapshot writer and loaded by its snapshot
+    reader into a MetadataImage, in a fresh JVM; impl's written by ``take_snapshot`` and loaded by
+    ``Controller.open``, in a fresh Python process. The same cluster in both. Time, and memory per
+    partition: Kafka's heap in use after a collection, impl's resident set, each before and after."""
+    partitions, brokers = int(1_000_000 * scale), max(10, int(1000 * scale))
+    say(out, f"loading a snapshot of {partitions:,} partitions over {brokers:,} brokers, in a fresh process each time "
+             "(Kafka: its snapshot reader into a MetadataImage, in a JVM; impl: Controller.open)")
+    with tempfile.TemporaryDirectory(prefix="kraftspec-bench-") as directory:
+        start = time.perf_counter()
+        kafka_dir = os.path.join(directory, "kafka")
+        kafka_once(version, "--mode", "write-snapshot", "--snapshot", kafka_dir, "--brokers", str(brokers), "--partitions", str(partitions))
+        impl_dir = os.path.join(directory, "impl")
+        controller = impl_cluster(partitions, brokers, impl_dir, profile=profile)
+        controller.take_snapshot()
+        controller.close()
+        del controller
+        say(out, f"  (both snapshots written in {time.perf_counter() - start:.0f} s)")
+
+        def kafka_load() -> dict:
+            return kafka_once(version, "--mode", "load-snapshot", "--snapshot", kafka_dir)
+
+        def impl_load() -> dict:
+            result = subprocess.run([sys.executable, "-c", _LOAD, impl_dir], capture_output=True, text=True, check=True)
+            return json.loads(result.stdout)
+
+        kafka_load(), impl_load()  # each file read once first, so that both are in the page cache
+        runs: dict[str, list[dict]] = {"Kafka": [], "impl": []}
+        for _ in range(rounds):
+            runs["Kafka"].append(kafka_load())
+            runs["impl"].append(impl_load())
+    for name, series in runs.items():
+        if any(r["partitions"] != partitions for r in series):
+            raise RuntimeError(f"{name} loaded another number of partitions than {partitions}: {series}")
+    seconds = {name: [r["seconds"] for r in series] for name, series in runs.items()}
+    per_partition = {name: [r["bytes"] / partitions for r in series] for name, series in runs.items()}
+    figures: dict = {}
+    figures["snapshot_load"] = compare("snapshot loading, seconds", seconds["Kafka"], seconds["impl"], "s", out, None,
+                                       lower_is_better=True)
+    impl_s = figures["snapshot_load"]["impl"]["median"]
+    say(out, f"    impl's median {impl_s:.2f} s (goal at most {SNAPSHOT_GOAL_S:.0f} s: {verdict(impl_s, SNAPSHOT_GOAL_S, False)})")
+    figures["snapshot_load"]["goal_s"], figures["snapshot_load"]["met"] = SNAPSHOT_GOAL_S, impl_s <= SNAPSHOT_GOAL_S
+    figures["snapshot_bytes"] = compare("memory per partition after loading, bytes (Kafka: heap in use after a collection; "
+                                        "impl: resident set)", per_partition["Kafka"], per_partition["impl"], "bytes", out, None,
+                                        lower_is_better=True)
+    impl_b = figures["snapshot_bytes"]["impl"]["median"]
+    say(out, f"    impl's median {impl_b:.0f} bytes (goal at most {SNAPSHOT_GOAL_BYTES:.0f} bytes: "
+             f"{verdict(impl_b, SNAPSHOT_GOAL_BYTES, False)})")
+    figures["snapshot_bytes"]["goal_bytes"], figures["snapshot_bytes"]["met"] = SNAPSHOT_GOAL_BYTES, impl_b <= SNAPSHOT_GOAL_BYTES
     return figures
 
 

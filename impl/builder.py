@@ -7,6 +7,7 @@ Epochs are not computed here: replay derives them from the record (PART-2).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from .messages import PartitionChangeRecord
@@ -113,3 +114,48 @@ def build_change(
         removing_replicas=changed_removing,
         adding_replicas=changed_adding,
     )
+
+
+def leave_changes(
+    partitions,
+    broker_id: int,
+    stays: Callable[[int], bool],
+    eligible: Callable[[int], bool],
+    completes: str = "adding-in-sync",
+    bump_on_removal: bool = False,
+) -> list:
+    """The records taking ``broker_id`` out of the ISRs of ``partitions`` (in their order), as
+    :func:`build_change` with ``isr`` the ISR without it (a sole place kept, DEC-8) gives them one
+    by one: for a fencing, an unregistration or a controlled shutdown (PART-6, PART-8, SHUT-2).
+
+    The predicates ask about brokers, whose registrations and leases these changes leave alone, so
+    each is asked once per broker; and the changes are independent (each partition changes once),
+    so they may all be decided before any is replayed. The common case is decided here: a partition
+    that is not being reassigned (so nothing completes and its replica lists stand) and whose leader
+    stays, being another broker, in sync and allowed to stay (PART-3), changes its ISR only. Every
+    other partition, a leadership to elect above all, goes through :func:`build_change`."""
+    records = []
+    stays = functools.cache(stays)
+    eligible = functools.cache(eligible)
+    without: dict[tuple, tuple] = {}  # each ISR without the broker (ISRs repeat across partitions)
+    for partition in partitions:
+        isr = partition.isr
+        if broker_id not in isr:
+            continue
+        new_isr = without.get(isr)
+        if new_isr is None:
+            new_isr = without[isr] = isr if len(isr) == 1 else tuple([b for b in isr if b != broker_id])
+        leader = partition.leader
+        if (
+            leader != NO_LEADER and leader in new_isr and stays(leader)
+            and not partition.adding_replicas and not partition.removing_replicas
+        ):
+            if new_isr is not isr:  # else nothing changes
+                records.append(PartitionChangeRecord(
+                    partition_id=partition.partition_id, topic_id=partition.topic.topic_id, isr=new_isr,
+                ))
+            continue
+        record = build_change(partition, stays, eligible, isr=new_isr, completes=completes, bump_on_removal=bump_on_removal)
+        if record is not None:
+            records.append(record)
+    return records

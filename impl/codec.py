@@ -51,7 +51,7 @@ from kraftspec.spec.profiles import profile as profile_named
 from kraftspec.spec.schemas import RPC_FORMATS, record_schemas, rpc_schemas
 
 from .codegen import CodecWriter, element_field, is_nullable, present_fields
-from .messages import MESSAGE_CLASSES, RECORD_CLASSES, RECORD_CLASSES_OF, Struct, snake_case
+from .messages import MESSAGE_CLASSES, RECORD_CLASSES, RECORD_CLASSES_OF, PartitionRecord, Struct, snake_case
 from .wire import BOOL_BYTE, FRAME_TYPE, Buffer, CodecError, EncodeError, intern_uuid, read_uvarint, write_uvarint
 
 # the wire primitives' other names that were this module's before wire.py had them (proofs/ and the tests use them)
@@ -195,7 +195,10 @@ class RecordCodec:
     the version its formats write it (``record_version``) unless told another; ``decode(data, pos,
     end)`` reads the formats' record types only, and refuses a frame of another frame type."""
 
-    __slots__ = ("formats", "frame_type", "_encoders", "_decoders", "_frame_decoders", "_fast_frame_type")
+    __slots__ = (
+        "formats", "frame_type", "_encoders", "_decoders", "_frame_decoders", "_fast_frame_type", "_partition_head",
+        "_partition_shapes",
+    )
 
     def __init__(self, formats: str, frame_type: int) -> None:
         if formats not in RECORD_CLASSES_OF:
@@ -210,6 +213,10 @@ class RecordCodec:
         """(record type, version) -> decoder, for the frames whose three varints are one byte each."""
         self._fast_frame_type = frame_type if frame_type < 0x80 else -1  # a one-byte frame type, or none
         schemas = record_schemas(formats)
+        # decode_frames' plain PartitionRecords: when the formats' PartitionRecord is seed 000's, at version 0
+        plain = RECORD_CLASSES_OF[formats].get(PartitionRecord.API_KEY) is PartitionRecord and frame_type < 0x80
+        self._partition_head = bytes((frame_type, PartitionRecord.API_KEY, 0)) if plain else None
+        self._partition_shapes: dict[int, struct.Struct | None] = {}  # by frame size << 8 | replica count
         for record_type, cls in RECORD_CLASSES_OF[formats].items():
             encoders, decoders = _record_codecs(cls, schemas[record_type], frame_type)
             self._encoders[cls] = encoders
@@ -263,6 +270,62 @@ class RecordCodec:
         if version not in decoders:
             raise CodecError(version_at, f"{name} has no version {version}")
         return decoders[version](data, at, end), version
+
+
+    def decode_frames(self, frames) -> list:
+        """The records of ``frames`` (each a whole frame), as :meth:`decode` gives them one by one.
+
+        A snapshot is almost all PartitionRecords of a plain shape: one-byte varints, short replica
+        lists and ISRs, no reassignment, no tagged field. Such a frame is read by one precompiled
+        ``struct`` per shape (its length and its replica count), its length bytes checked to be what
+        the shape says; any other frame, and any that fails a check, goes through :meth:`decode`, which
+        gives the same record or the error that names what is wrong."""
+        out: list[Any] = []
+        append = out.append
+        head = self._partition_head
+        shapes = self._partition_shapes
+        decode = self.decode
+        for frame in frames:
+            size = len(frame)
+            if size > _PARTITION_FIXED and frame[:3] == head and 0 < frame[23] < 0x80:
+                replicas = frame[23] - 1
+                key = size << 8 | replicas
+                shape = shapes.get(key)
+                if shape is None and key not in shapes:
+                    shape = shapes[key] = _partition_shape(size, replicas)
+                if shape is not None:
+                    # PartitionId, TopicId, r + 1, r replicas, i + 1, i ISR members, 1, 1, Leader,
+                    # LeaderEpoch, PartitionEpoch, 0 tagged fields
+                    values = shape.unpack_from(frame, 3)
+                    if values[replicas + 3] == len(values) - replicas - 9 and values[-6] == values[-5] == 1 and values[-1] == 0:
+                        raw = values[1]
+                        append(_partition_record(
+                            values[0], find_interned_uuid(raw) or intern_uuid(raw), values[3:replicas + 3], values[replicas + 4:-6],
+                            (), (), values[-4], values[-3], values[-2],
+                        ))
+                        continue
+            append(decode(frame)[0])
+        return out
+
+
+find_interned_uuid = interned_uuids.get
+_partition_record: Callable[..., Any] = PartitionRecord  # called with its fields in order
+
+_PARTITION_FIXED = 40
+"""The bytes of a PartitionRecord frame beside its replicas and ISR: the frame's three varints,
+PartitionId and TopicId, four one-byte array lengths, Leader, LeaderEpoch, PartitionEpoch and the
+tagged field count."""
+
+
+def _partition_shape(size: int, replicas: int) -> struct.Struct | None:
+    """The ``struct`` of a plain PartitionRecord frame of ``size`` bytes with ``replicas`` replicas,
+    from after the frame's varints: PartitionId, TopicId, the replicas' length byte and the replicas,
+    the ISR's length byte and the ISR, the two empty lists' length bytes, the three int32s and the
+    tagged field count. None when no such frame has that size."""
+    isr, rest = divmod(size - _PARTITION_FIXED - 4 * replicas, 4)
+    if rest or isr < 0 or isr + 1 >= 0x80:
+        return None
+    return struct.Struct(f">i16sB{replicas}iB{isr}iBBiiiB")
 
 
 _FORMATS_OF_CLASS = {cls: cls.FORMATS for classes in RECORD_CLASSES_OF.values() for cls in classes.values()}

@@ -15,7 +15,7 @@ from __future__ import annotations
 from types import MethodType
 from typing import TYPE_CHECKING
 
-from .builder import build_change
+from .builder import build_change, leave_changes
 from .messages import UnregisterBrokerRecord
 from .replication import NO_LEADER, Partition
 
@@ -70,12 +70,14 @@ def leave_isrs(controller: Controller, broker_id: int) -> None:
     """The broker leaves every ISR it is in, but a sole place (DEC-8), and every leadership, which
     goes to another eligible in-sync replica or nobody (PART-6, PART-8, SHUT-2)."""
     stays, eligible = predicates_without(controller, broker_id)
-    for partition in controller.state.replication.partitions_of(broker_id):
-        isr = partition.isr
-        if broker_id not in isr:
-            continue
-        new_isr = isr if len(isr) == 1 else tuple(b for b in isr if b != broker_id)
-        partition_change(controller, partition, stays, eligible, isr=new_isr)
+    params = controller.config.params
+    records = leave_changes(
+        controller.state.replication.partitions_of(broker_id), broker_id, stays, eligible,
+        completes=params.reassignment_completes, bump_on_removal=params.leader_epoch_on_replica_removal,
+    )
+    # the changes are independent (each partition changes once, and none changes what the others
+    # decide from), so they are replayed and added together
+    controller._add_all(records)
 
 
 def fence_broker(controller: Controller, broker_id: int) -> None:

@@ -23,6 +23,13 @@ class Rebuild:
     from_offset: int
     to_offset: int
 
+    def batches(self) -> Iterator[list[bytes]]:
+        """:meth:`frames`, a batch (a list of frames) at a time."""
+        if self.snapshot is not None:
+            yield from self.snapshot.batches()
+        for batch in self.log.read(self.from_offset, self.to_offset):
+            yield batch.frames
+
     def frames(self) -> Iterator[bytes]:
         """Every frame to replay, in order: the snapshot's, then the log's from
         ``from_offset`` up to ``to_offset``."""

@@ -54,6 +54,21 @@ class MetadataState:
         handler = self._replay.get(type(record))
         return bool(handler(record)) if handler is not None else False
 
+    def replay_all(self, records) -> None:
+        """:meth:`replay` each of ``records`` in turn (partition changes straight to their replay)."""
+        table = self._replay
+        change, create = self.replication.replay_partition_change, self.replication.replay_partition
+        for record in records:
+            kind = type(record)
+            if kind is PartitionChangeRecord:
+                change(record)
+            elif kind is PartitionRecord:
+                create(record)
+            else:
+                handler = table.get(type(record))
+                if handler is not None:
+                    handler(record)
+
     def undo_uncommitted(self) -> None:
         """LOG-10: restore every before-image, newest first; the state is then the committed one."""
         for key, before in self.journal.undo_order():

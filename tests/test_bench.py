@@ -13,7 +13,7 @@ def test_bench_impl_quick_runs_and_writes_every_figure(tmp_path):
     with redirect_stdout(out):
         assert main(["bench", "impl", "--quick", "--json", str(tmp_path / "figures.json")]) == 0
     figures = json.loads((tmp_path / "figures.json").read_text())
-    for key in ("heartbeats_small_v1", "heartbeats_big_v1", "fence_ms", "controlled_shutdown_ms",
+    for key in ("heartbeats_small_v1", "heartbeats_big_v1", "fence_ms", "fence_cpu_ms", "controlled_shutdown_ms",
                 "snapshot_load_s", "bytes_per_partition", "model_heartbeats_small", "impl_model_ratio"):
         assert key in figures, key
     text = out.getvalue()
@@ -44,6 +44,12 @@ def test_bench_kafka_quick_compares_impl_with_kafka_and_writes_every_figure(tmp_
         assert len(figure["kafka"]["runs"]) == len(figure["impl"]["runs"]) == figures["rounds"], workload
         assert figure["ratio"] > 0 and len(figure["round_ratios"]) == figures["rounds"], workload
     assert figures["heartbeats"]["goal"] == figures["mix"]["goal"] == 0.5
+    # fencing and snapshot loading: the same work on both sides (the fencing wrote the same records)
+    for workload in ("fence", "snapshot_load", "snapshot_bytes"):
+        figure = figures[workload]
+        assert len(figure["kafka"]["runs"]) == len(figure["impl"]["runs"]) == figures["rounds"], workload
+        assert figure["ratio"] > 0 and figure["ratio_is"].startswith("Kafka/impl"), workload
+    assert figures["fence"]["records"] == 3001  # 1,000 leaderships and 2,000 ISR places left, then the fencing record
     text = out.getvalue()
     assert "load average" in text and "impl/Kafka" in text and "goal at least 0.5" in text
 

@@ -400,6 +400,48 @@ def test_log_2_flipped_bytes_are_refused_or_decode_as_the_reference_does(record,
     assert encode_record(decode_record(again)[0]) == again
 
 
+PLAIN_PARTITION_RECORDS = st.builds(
+    PartitionRecord,
+    partition_id=st.integers(*INT_RANGES["int32"]),
+    topic_id=st.sampled_from(FEW_UUIDS) | st.uuids(),
+    replicas=st.lists(st.integers(*INT_RANGES["int32"]), max_size=6).map(tuple),
+    isr=st.lists(st.integers(*INT_RANGES["int32"]), max_size=6).map(tuple),
+    removing_replicas=st.just(()) | st.lists(st.integers(0, 9), max_size=2).map(tuple),
+    adding_replicas=st.just(()) | st.lists(st.integers(0, 9), max_size=2).map(tuple),
+    leader=st.integers(*INT_RANGES["int32"]),
+    leader_epoch=st.integers(*INT_RANGES["int32"]),
+    partition_epoch=st.integers(*INT_RANGES["int32"]),
+)
+
+
+@pytest.mark.parametrize("profile", ["kip-631", "kafka"])
+@given(records=st.lists(PLAIN_PARTITION_RECORDS | ANY_RECORD, min_size=1, max_size=8), data=st.data())
+def test_log_2_decoding_a_batch_of_frames_gives_what_decoding_each_gives(profile, records, data):
+    """LOG-2: ``RecordCodec.decode_frames`` (a snapshot's batches, its plain PartitionRecords read
+    by one struct each) gives the records that ``decode`` gives frame by frame, and fails, on a
+    changed byte, with the error ``decode`` gives."""
+    from kraftspec.impl.codec import profile_codec
+    from kraftspec.impl.config import ControllerConfig
+    from kraftspec.impl.formats import formats_of
+
+    params = ControllerConfig(profile=profile).params
+    codec = profile_codec(params)
+    kept = [r for r in records if type(r) in formats_of(params).classes.values()]
+    frames = [bytearray(codec.encode(r)) for r in kept]
+    if frames and data.draw(st.booleans()):
+        frame = data.draw(st.sampled_from(frames))
+        frame[data.draw(st.integers(0, len(frame) - 1))] = data.draw(st.integers(0, 255))
+    frames = [bytes(f) for f in frames]
+    try:
+        expected = [codec.decode(f)[0] for f in frames]
+    except CodecError as error:
+        with pytest.raises(CodecError) as raised:
+            codec.decode_frames(frames)
+        assert str(raised.value) == str(error)
+        return
+    assert codec.decode_frames(frames) == expected
+
+
 @given(st.sampled_from(sorted(record_schemas())), st.binary(max_size=64))
 def test_log_2_random_payloads_are_refused_or_decode(api_key, payload):
     """LOG-2: any bytes after a valid frame give a CodecError or a record, nothing else."""

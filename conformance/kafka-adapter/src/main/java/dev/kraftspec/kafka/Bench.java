@@ -59,8 +59,21 @@ import org.apache.kafka.server.common.MetadataVersion;
  * The first line written says the cluster is ready. Any failure is one line {@code {"error": ...}}
  * and exit status 1.
  *
+ * <p>{@code --mode fence} builds another cluster instead: {@code --brokers} brokers and topics of
+ * 1,000 partitions, {@code --partitions} in all, each placed by an explicit assignment on brokers
+ * p, p+1 and p+2 (mod the broker count), so that each broker leads partitions/brokers partitions
+ * and follows twice as many, as in impl's benchmark cluster. Its one command, {@code fence
+ * BROKER}, is a heartbeat from that broker asking to be fenced (WantFence), timed until its reply
+ * completes, which is once every partition change and the fencing record are committed.
+ *
+ * <p>{@code --mode write-snapshot --snapshot DIR} writes, with Kafka's snapshot writer, a snapshot
+ * of such a cluster into DIR and answers one line; {@code --mode load-snapshot --snapshot DIR} loads
+ * it, in this fresh JVM, as Kafka loads metadata (its snapshot reader, a MetadataDelta, the
+ * MetadataImage) and answers the time and the heap it took (see {@link Snapshots}).
+ *
  * <p>Usage: {@code java -cp CLASSPATH dev.kraftspec.kafka.Bench --schemas DIR [--metadata-version
- * 3.7-IV1] [--brokers 10] [--partitions 1000] [--window 1000]}.
+ * 3.7-IV1] [--brokers 10] [--partitions 1000] [--window 1000] [--mode bench|fence|write-snapshot|load-snapshot]
+ * [--snapshot DIR]}.
  */
 public final class Bench {
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -96,6 +109,8 @@ public final class Bench {
         int brokers = 10;
         int partitions = 1000;
         int window = 1000;
+        String mode = "bench";
+        Path snapshot = null;
         for (int i = 0; i < args.length; i++) {
             String value = i + 1 < args.length ? args[i + 1] : null;
             if (value == null) {
@@ -107,6 +122,8 @@ public final class Bench {
                 case "--brokers" -> brokers = positive(args[i], value);
                 case "--partitions" -> partitions = positive(args[i], value);
                 case "--window" -> window = positive(args[i], value);
+                case "--mode" -> mode = value;
+                case "--snapshot" -> snapshot = Path.of(value);
                 default -> usage("unknown argument: " + args[i]);
             }
             i++;
@@ -117,14 +134,40 @@ public final class Bench {
         if (brokers < 3) {
             usage("--brokers must be at least 3 (replication factor 3)");
         }
+        if (!List.of("bench", "fence", "write-snapshot", "load-snapshot").contains(mode)) {
+            usage("--mode is bench, fence, write-snapshot or load-snapshot, not '" + mode + "'");
+        }
+        if (mode.endsWith("-snapshot") && snapshot == null) {
+            usage("--mode " + mode + " needs --snapshot DIR");
+        }
         PrintStream out = System.out;
         System.setOut(System.err); // stdout carries the answers and nothing else
+        if (mode.endsWith("-snapshot")) {
+            try {
+                out.println(mode.equals("write-snapshot")
+                    ? MAPPER.createObjectNode().put("records", Snapshots.write(snapshot, Main.metadataVersion(mv), brokers, partitions))
+                    : loadSnapshot(snapshot));
+                out.flush();
+            } catch (Exception e) {
+                Throwable cause = Session.unwrap(e);
+                out.println(MAPPER.createObjectNode().put("error", cause.getClass().getSimpleName() + ": " + cause.getMessage()));
+                out.flush();
+                cause.printStackTrace(System.err);
+                System.exit(1);
+            }
+            System.exit(0);
+        }
+        boolean fence = mode.equals("fence");
         ObjectNode config = MAPPER.createObjectNode().put("cluster_id", CLUSTER_ID).put("session_timeout_ms", 18000);
         config.putArray("finalized_features").addArray().add("metadata.format").add(1).add(1);
         MetadataVersion metadataVersion = Main.metadataVersion(mv);
         try (Session session = new Session(config, metadataVersion, new Neutral(schemas))) {
             Bench bench = new Bench(session, metadataVersion, brokers, window);
-            bench.setUp(partitions);
+            if (fence) {
+                bench.setUpRoundRobin(partitions);
+            } else {
+                bench.setUp(partitions);
+            }
             out.println(MAPPER.createObjectNode().put("ready", true).put("kafka", Main.kafkaVersion())
                 .put("metadata_version", mv).put("brokers", brokers).put("partitions", partitions));
             out.flush();
@@ -132,11 +175,14 @@ public final class Bench {
             String line;
             while ((line = in.readLine()) != null && !line.isBlank() && !line.equals("quit")) {
                 String[] words = line.trim().split("\\s+");
-                if (words.length != 2 || !(words[0].equals("heartbeats") || words[0].equals("mix"))) {
-                    throw new IllegalArgumentException("unknown command '" + line + "': expected heartbeats COUNT, mix ROUNDS or quit");
+                List<String> commands = fence ? List.of("fence") : List.of("heartbeats", "mix");
+                if (words.length != 2 || !commands.contains(words[0])) {
+                    throw new IllegalArgumentException("unknown command '" + line + "': expected "
+                        + (fence ? "fence BROKER" : "heartbeats COUNT, mix ROUNDS") + " or quit");
                 }
-                int n = positive(words[0], words[1]);
-                ObjectNode answer = words[0].equals("heartbeats") ? bench.heartbeats(n) : bench.mix(n);
+                ObjectNode answer = words[0].equals("fence") ? bench.fence(Integer.parseInt(words[1]))
+                    : words[0].equals("heartbeats") ? bench.heartbeats(positive(words[0], words[1]))
+                    : bench.mix(positive(words[0], words[1]));
                 out.println(answer.put("op", words[0]));
                 out.flush();
             }
@@ -210,6 +256,108 @@ public final class Bench {
                 throw new IllegalStateException("no PartitionRecord for partition " + p);
             }
         }
+    }
+
+    /**
+     * The fencing benchmark's cluster: registered, unfenced brokers, then topics of
+     * {@link Snapshots#TOPIC_SIZE} partitions each, partition p assigned to brokers p, p+1 and p+2
+     * (mod the broker count), created a few requests at a time.
+     */
+    private void setUpRoundRobin(int partitions) throws Exception {
+        registerAll();
+        int topics = Math.max(1, partitions / Snapshots.TOPIC_SIZE);
+        List<CompletableFuture<CreateTopicsResponseData>> pending = new ArrayList<>();
+        for (int t = 0; t < topics; t++) {
+            String name = String.format("topic-%05d", t);
+            CreateTopicsRequestData.CreatableTopic topic = new CreateTopicsRequestData.CreatableTopic().setName(name)
+                .setNumPartitions(-1).setReplicationFactor((short) -1);
+            for (int i = 0; i < Math.min(Snapshots.TOPIC_SIZE, partitions); i++) {
+                int p = t * Snapshots.TOPIC_SIZE + i;
+                topic.assignments().add(new CreateTopicsRequestData.CreatableReplicaAssignment().setPartitionIndex(i)
+                    .setBrokerIds(List.of(p % brokers, (p + 1) % brokers, (p + 2) % brokers)));
+            }
+            CreateTopicsRequestData create = new CreateTopicsRequestData().setTimeoutMs(30000);
+            create.topics().add(topic);
+            pending.add(Compat.createTopics(controller, context(ApiKeys.CREATE_TOPICS, 7), create, Set.of(name)));
+            if (pending.size() >= 8 || t == topics - 1) {
+                for (CompletableFuture<CreateTopicsResponseData> reply : pending) {
+                    for (CreateTopicsResponseData.CreatableTopicResult result : reply.get(120, TimeUnit.SECONDS).topics()) {
+                        if (result.errorCode() != Errors.NONE.code()) {
+                            throw new IllegalStateException("creating topic " + result.name() + " failed: " + result);
+                        }
+                    }
+                }
+                pending.clear();
+                recordsAppended(); // the log keeps nothing it need not
+            }
+        }
+    }
+
+    /** Registers every broker and unfences it with a caught-up heartbeat. */
+    private void registerAll() throws Exception {
+        for (int b = 0; b < brokers; b++) {
+            BrokerRegistrationRequestData request = new BrokerRegistrationRequestData()
+                .setBrokerId(b)
+                .setClusterId(CLUSTER_ID)
+                .setIncarnationId(new Uuid(0x6b72616674L, b + 1))
+                .setIsMigratingZkBroker(false)
+                .setPreviousBrokerEpoch(-1L);
+            short level = metadataVersion.featureLevel();
+            request.features().add(new BrokerRegistrationRequestData.Feature()
+                .setName(MetadataVersion.FEATURE_NAME).setMinSupportedVersion(level).setMaxSupportedVersion(level));
+            if (metadataVersion.isDirectoryAssignmentSupported()) {
+                request.setLogDirs(List.of(new Uuid(0x6b72616674L, b + 1)));
+            }
+            brokerEpochs[b] = controller.registerBroker(context(ApiKeys.BROKER_REGISTRATION, 3), request)
+                .get(30, TimeUnit.SECONDS).epoch();
+        }
+        for (int b = 0; b < brokers; b++) {
+            var reply = controller.processBrokerHeartbeat(context(ApiKeys.BROKER_HEARTBEAT, 0),
+                heartbeat(b)).get(30, TimeUnit.SECONDS);
+            if (reply.isFenced()) {
+                throw new IllegalStateException("broker " + b + " is still fenced after a caught-up heartbeat");
+            }
+        }
+    }
+
+    /** A heartbeat asking to fence {@code broker}, timed until its reply completes (its records committed). */
+    private ObjectNode fence(int broker) throws Exception {
+        if (broker < 0 || broker >= brokers) {
+            throw new IllegalArgumentException("no broker " + broker + " (there are " + brokers + ")");
+        }
+        recordsAppended();
+        BrokerHeartbeatRequestData request = heartbeat(broker).setWantFence(true);
+        ControllerRequestContext context = context(ApiKeys.BROKER_HEARTBEAT, 0);
+        long cpuStart = cpuNanos();
+        long start = System.nanoTime();
+        var reply = controller.processBrokerHeartbeat(context, request).get(60, TimeUnit.SECONDS);
+        long nanos = System.nanoTime() - start;
+        long cpu = cpuNanos() - cpuStart;
+        if (!reply.isFenced()) {
+            throw new IllegalStateException("broker " + broker + " asked to be fenced and was answered unfenced");
+        }
+        return answer(1, nanos, cpu);
+    }
+
+    /** {@code --mode load-snapshot}: the time and the heap that loading the snapshot took. */
+    private static ObjectNode loadSnapshot(Path directory) throws Exception {
+        long before = heapAfterGc();
+        Snapshots.Loaded loaded = Snapshots.load(directory);
+        long after = heapAfterGc();
+        ObjectNode answer = MAPPER.createObjectNode().put("seconds", loaded.nanos() / 1e9).put("bytes", after - before)
+            .put("partitions", loaded.partitions());
+        if (loaded.image().isEmpty()) { // keeps the image reachable until the heap is measured
+            throw new IllegalStateException("the snapshot loaded into an empty image");
+        }
+        return answer;
+    }
+
+    /** The heap in use once the collector has run (twice, so that what the first freed is gone). */
+    private static long heapAfterGc() {
+        Runtime runtime = Runtime.getRuntime();
+        System.gc();
+        System.gc();
+        return runtime.totalMemory() - runtime.freeMemory();
     }
 
     /** The number of records appended since the last call. */
@@ -334,7 +482,7 @@ public final class Bench {
     private static void usage(String problem) {
         System.err.println("Bench: " + problem);
         System.err.println("usage: java -cp CLASSPATH dev.kraftspec.kafka.Bench --schemas DIR [--metadata-version 3.7-IV1]"
-            + " [--brokers 10] [--partitions 1000] [--window 1000]");
+            + " [--brokers 10] [--partitions 1000] [--window 1000] [--mode bench|fence|write-snapshot|load-snapshot] [--snapshot DIR]");
         System.exit(2);
     }
 }
