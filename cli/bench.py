@@ -664,7 +664,7 @@ def run(args, out=None) -> int:
     if args.target == "spark":
         from kraftspec.bench_spark import bench_spark
 
-        figures = bench_spark(scale, out, say, profile)
+        figures = bench_spark(scale, out, profile)
     elif args.target == "kafka":
         from kraftspec.conformance.kafka import DEFAULT_VERSION, parse_spec
 

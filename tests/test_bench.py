@@ -82,3 +82,70 @@ def test_bench_builds_its_controllers_and_walks_under_the_profile():
     assert impl_cluster(30, 3).config.profile == "kip-631"
     assert model_config("kafka").heartbeat_interval_ms == 2000
     assert model_heartbeat_rate(30, 3, 20, "kafka") > 0
+
+
+def test_interleaved_rounds_rotate_the_legs_and_keep_each_legs_figures_in_round_order():
+    from kraftspec.bench_stats import interleaved
+
+    ran, orders = [], []
+    counter = iter(range(100))
+
+    def leg(name):
+        def run():
+            ran.append(name)
+            return float(next(counter))
+        return run
+
+    figures = interleaved({"A": leg("A"), "B": leg("B")}, 4, lambda r, order, this: orders.append(order))
+    assert ran == ["A", "B", "B", "A", "A", "B", "B", "A"]  # ABBA ABBA: neither always first
+    assert orders == [["A", "B"], ["B", "A"], ["A", "B"], ["B", "A"]]
+    assert figures == {"A": [0.0, 3.0, 4.0, 7.0], "B": [1.0, 2.0, 5.0, 6.0]}
+    three = []
+    interleaved({n: (lambda n=n: three.append(n) or 0.0) for n in "ABC"}, 3)
+    assert three == list("ABCBCACAB")  # each leg once in each position
+
+
+def test_the_stats_warn_of_a_wide_spread_and_of_ratios_two_workers_cannot_give():
+    from kraftspec.bench_stats import impossible_warning, noise_warning, summary, verdict
+
+    steady = summary([1.80, 1.85, 1.90])
+    assert steady["median"] == 1.85 and noise_warning("local[2] against one process", steady, "1.0") is None
+    wide = summary([1.2, 1.9, 2.18])
+    warning = noise_warning("local[2] against one process", wide, "3.10 at the start, 1.20 at the end")
+    assert "range from 1.20 to 2.18" in warning and "spread 52%" in warning and "3.10 at the start" in warning
+    # 2.18x with two workers is not speed: flagged, naming the round
+    flagged = impossible_warning("local[2] against one process", [1.2, 1.9, 2.18], 2, "two workers on 2 cores")
+    assert "round 3: 2.18" in flagged and "round 2" not in flagged and "cannot be true" in flagged
+    assert impossible_warning("x", [1.2, 1.9, 2.0], 2, "two workers") is None
+    assert verdict(steady, 1.7) == "met"
+    assert verdict(summary([1.5, 1.8, 1.9]), 1.7) == "met, but the rounds fall on both sides of it"
+    assert verdict(summary([30.0, 33.0, 35.0]), 20, higher_is_better=False) == "NOT met"
+
+
+def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sessions(tmp_path):
+    import multiprocessing
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["bench", "spark", "--quick", "--json", str(tmp_path / "figures.json")]) == 0
+    assert multiprocessing.active_children() == []  # the pool and both Spark sessions' processes have ended
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    rounds = figures["rounds"]
+    assert rounds == 2 and len(figures["round_load"]) == rounds
+    for leg in ("one process", "2-process pool", "Spark local[1]", "Spark local[2]"):
+        assert len(figures[leg]["runs"]) == rounds and figures[leg]["median"] > 0, leg
+        assert figures[leg]["min"] <= figures[leg]["median"] <= figures[leg]["max"], leg
+    for name in ("2-process pool", "Spark local[1]", "Spark local[2]"):
+        assert figures["start-up"][name] > 0, name
+    # the ratios are the medians of the rounds' ratios
+    single, local2 = figures["one process"]["runs"], figures["Spark local[2]"]["runs"]
+    assert figures["speedup"]["runs"] == [s / l for s, l in zip(single, local2, strict=True)]
+    assert figures["speedup"]["goal"] == 1.7 and figures["of_pool"]["goal"] == 0.9
+    assert figures["projected_minutes"]["goal"] == 20
+    assert len(figures["load_average"]["start"]) == len(figures["load_average"]["end"]) == 3
+    text = out.getvalue()
+    assert "round 1 of 2" in text and "round 2 of 2" in text and "load average" in text
+    assert "at the start" in text and "at the end" in text
+    assert "local[2] against one process" in text and "goal 1.70x" in text
+    for warning in figures["warnings"]:  # whatever the load was, every warning is printed as it is recorded
+        assert f"warning: {warning}" in text
