@@ -28,7 +28,18 @@ def test_bench_conformance_quick_runs_and_writes_every_figure(tmp_path):
     for key in ("generate_events_per_s", "replay_responses_events_per_s", "replay_state_events_per_s",
                 "replay_records_events_per_s", "subprocess_responses_events_per_s", "subprocess_records_events_per_s"):
         assert figures[key] > 0, key
-    assert "goal" in out.getvalue()
+    # every leg measured once a round, interleaved; its figure the median of its rounds
+    rounds = figures["rounds"]
+    assert rounds == 2 and len(figures["round_load"]) == rounds
+    for leg in ("generate", "replay_responses", "replay_state", "replay_records", "subprocess_responses", "subprocess_records"):
+        assert len(figures[leg]["runs"]) == rounds and figures[leg]["median"] == figures[f"{leg}_events_per_s"], leg
+    assert figures["generate"]["goal"] == 30_000 and figures["replay_state"]["goal"] == 100_000
+    assert figures["subprocess_records"]["goal"] == 20_000
+    text = out.getvalue()
+    assert "round 1 of 2" in text and "round 2 of 2" in text and "goal 30,000" in text
+    assert "load average" in text and "at the start" in text and "at the end" in text
+    for warning in figures["warnings"]:
+        assert f"warning: {warning}" in text
 
 
 def test_bench_kafka_quick_compares_impl_with_kafka_and_writes_every_figure(tmp_path):
