@@ -397,7 +397,7 @@ def bench_conformance(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict
 
     line, end_load = load_line("at the end")
     figures["load_average"]["end"] = end_load
-    seen = loads_seen(start_load, end_load)
+    seen = loads_seen(start_load, end_load, figures["round_load"])
     warnings: list[str] = []
     say(out, "events per second (median of the rounds, their range and spread) against the goals:")
     for key, what, goal_key in CONFORMANCE_LEGS:

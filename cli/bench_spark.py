@@ -7,7 +7,8 @@ seeds, in an order rotated from round to round, and the figures are the medians 
 pool and the two Spark sessions are started once and warmed up before the first round; their
 start-up is reported apart. Only one SparkContext may live in a process, so each Spark session runs
 in a process of its own (spawned, so that it shares nothing with this one) which stays up between
-rounds and runs a job when told to. The ratios are medians of the rounds' ratios, and a ratio that
+rounds and runs a job when told to; before each job it runs a small one, not counted, as Spark ends
+a Python worker that has been idle for a minute. The ratios are medians of the rounds' ratios, and a ratio that
 two workers cannot give (local[2] more than twice as fast as one process) is flagged as noise.
 """
 
@@ -216,7 +217,7 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
 
     line, end_load = load_line("at the end")
     figures["load_average"]["end"] = end_load
-    seen = loads_seen(start_load, end_load)
+    seen = loads_seen(start_load, end_load, figures["round_load"])
     warnings: list[str] = []
 
     def ratio(key: str, text: str, per_round: list[float], goal: float | None, bound: float | None, why: str,
@@ -230,7 +231,7 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
             goal_text = f"; goal {form.format(goal)}: {verdict(figure, goal, higher_is_better)}"
         say(out, f"{text}: {shown} (rounds {low} to {high}, spread {figure['spread']:.0%}){goal_text}")
         for warning in (noise_warning(text, figure, seen, form=form),
-                        impossible_warning(text, per_round, bound, why) if bound is not None else None):
+                        impossible_warning(text, per_round, bound, why, form) if bound is not None else None):
             if warning is not None:
                 figure.setdefault("warnings", []).append(warning)
                 warnings.append(warning)

@@ -101,9 +101,10 @@ def noise_warning(what: str, figure: dict, load: str, limit: float = NOISY, form
             f"(load average {load}) for this figure to mean anything; run it again on a quieter machine")
 
 
-def loads_seen(start: Sequence[float], end: Sequence[float]) -> str:
-    """The 1-minute load averages at the start and at the end, in words."""
-    return f"{start[0]:.2f} at the start, {end[0]:.2f} at the end"
+def loads_seen(start: Sequence[float], end: Sequence[float], rounds: Sequence[float] = ()) -> str:
+    """The 1-minute load averages at the start, the highest at the end of a round, and at the end, in words."""
+    during = f", up to {max(rounds):.2f} during the rounds" if rounds else ""
+    return f"{start[0]:.2f} at the start{during}, {end[0]:.2f} at the end"
 
 
 def impossible_rounds(round_ratios: Sequence[float], bound: float) -> list[int]:
@@ -112,14 +113,15 @@ def impossible_rounds(round_ratios: Sequence[float], bound: float) -> list[int]:
     return [i + 1 for i, ratio in enumerate(round_ratios) if ratio > bound]
 
 
-def impossible_warning(what: str, round_ratios: Sequence[float], bound: float, why: str) -> str | None:
+def impossible_warning(what: str, round_ratios: Sequence[float], bound: float, why: str,
+                       form: str = "{:.2f}") -> str | None:
     """A warning naming the rounds whose ratio no machine like this one can give: noise, not speed."""
     rounds = impossible_rounds(round_ratios, bound)
     if not rounds:
         return None
-    shown = ", ".join(f"round {r}: {round_ratios[r - 1]:.2f}" for r in rounds)
-    return (f"{what} above {bound:.2f} cannot be true ({why}); {shown}: the load changed within the round, "
-            "so that figure is noise, not speed")
+    shown = ", ".join(f"round {r}: {form.format(round_ratios[r - 1])}" for r in rounds)
+    return (f"{what} above {form.format(bound)} cannot be true ({why}); {shown}: the load changed within the "
+            "round, so that figure is noise, not speed")
 
 
 def met(value: float, goal: float, higher_is_better: bool) -> bool:

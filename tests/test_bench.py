@@ -160,3 +160,40 @@ def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sess
     assert "local[2] against one process" in text and "goal 1.70x" in text
     for warning in figures["warnings"]:  # whatever the load was, every warning is printed as it is recorded
         assert f"warning: {warning}" in text
+
+
+def test_bench_help_speaks_to_users_and_its_goals_are_written_where_it_says(capsys):
+    """No issue numbers and no reStructuredText in what argparse prints; each target's goals are
+    stated in the README section its help names."""
+    import re
+    from pathlib import Path
+
+    import pytest
+
+    root = Path(__file__).resolve().parent.parent
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = capsys.readouterr().out
+    assert "issue" not in text.lower() and "``" not in text and ":func:" not in text
+    for source in (root / "cli").glob("bench*.py"):  # nor in anything bench prints, nor its docstrings
+        assert not re.search(r"[Ii]ssue \d", source.read_text()), source
+    flat = " ".join(text.split())
+    named = re.findall(r'([a-z]+/README\.md), section "([^"]+)"', flat)
+    assert [section for _, section in named] == [
+        "Performance", "Throughput: kraftspec bench conformance", "Spark: kraftspec bench spark",
+        "Against Apache Kafka's controller: kraftspec bench kafka"]
+    goals = {"Performance": ["250,000", "20 ms", "50 ms", "10 s", "600 bytes"],
+             "Throughput: kraftspec bench conformance": ["30,000", "100,000", "20,000"],
+             "Spark: kraftspec bench spark": ["1.7", "90%", "20 minutes"],
+             "Against Apache Kafka's controller: kraftspec bench kafka": ["0.5"]}
+    for file, section in named:
+        readme = (root / file).read_text()
+        headings = [(m.start(), len(m.group(1)), m.group(2).replace("`", "").strip())
+                    for m in re.finditer(r"^(#+) (.*)$", readme, re.M)]
+        [(start, level)] = [(start, level) for start, level, title in headings if title == section]
+        end = min([s for s, lv, _ in headings if s > start and lv <= level], default=len(readme))
+        body = readme[start:end]
+        for goal in goals[section]:
+            assert goal in body, (file, section, goal)
+        for goal in goals[section]:  # and the help tells the same goals
+            assert goal.split()[0] in flat, goal
