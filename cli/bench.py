@@ -761,8 +761,16 @@ def run(args, out=None) -> int:
     say(out, f"kraftspec bench {args.target}{' --quick' if args.quick else ''}{shown} (pid {os.getpid()}, {os.cpu_count()} cores)")
     if args.target == "spark":
         from kraftspec.bench_spark import bench_spark
+        from kraftspec.conformance.spark import SparkSetupError
 
-        figures = bench_spark(scale, out, profile)
+        try:
+            figures = bench_spark(scale, out, profile)
+        except SparkSetupError as problem:  # no Java, or too old a one
+            print(f"kraftspec: error: {problem}", file=sys.stderr)
+            return 2
+        except RuntimeError as failure:  # a leg failed, or a Spark session's process ended
+            print(f"kraftspec: error: {failure}", file=sys.stderr)
+            return 1
     elif args.target == "kafka":
         from kraftspec.conformance.kafka import DEFAULT_VERSION, parse_spec
 

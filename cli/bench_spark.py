@@ -147,8 +147,9 @@ class SparkLeg:
 
 
 def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
-    from kraftspec.conformance.spark import Workload, slices
+    from kraftspec.conformance.spark import Workload, java_major, slices
 
+    java_major()  # no Java, or too old a one: SparkSetupError, before anything starts
     quick = scale < 1
     rounds = 2 if quick else 4  # 4: every leg runs once in each position
     traces = max(80, int(4000 * scale))
@@ -198,8 +199,10 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
             say(out, f"  round {round_ + 1} of {rounds}: " + ", ".join(f"{name} {seconds[name]:.1f} s" for name in order)
                 + f" (load average {load:.2f})")
 
-        runs = interleaved({"one process": one_process, "2-process pool": two_processes,
-                            "Spark local[1]": spark("local[1]"), "Spark local[2]": spark("local[2]")}, rounds, told)
+        # local[2] between the two legs it is compared with: rotated, it runs next to each of them in
+        # three rounds of four, so that a round's two figures of a ratio are measured close together
+        runs = interleaved({"one process": one_process, "Spark local[2]": spark("local[2]"),
+                            "2-process pool": two_processes, "Spark local[1]": spark("local[1]")}, rounds, told)
     finally:
         for leg in sessions.values():
             leg.close()

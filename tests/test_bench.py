@@ -197,3 +197,13 @@ def test_bench_help_speaks_to_users_and_its_goals_are_written_where_it_says(caps
             assert goal in body, (file, section, goal)
         for goal in goals[section]:  # and the help tells the same goals
             assert goal.split()[0] in flat, goal
+
+
+def test_bench_spark_without_java_says_so_in_one_line_and_starts_nothing(tmp_path, monkeypatch, capsys):
+    import multiprocessing
+
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))  # no bin/java there
+    assert main(["bench", "spark", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "Java was not found" in err and "Traceback" not in err
+    assert multiprocessing.active_children() == []
