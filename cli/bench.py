@@ -323,7 +323,7 @@ def bench_conformance(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict
     through the subprocess adapter (impl behind the example server). The same walks for all, recorded
     under ``profile``; the six legs measured interleaved, round by round (bench_stats), each figure
     the median of the rounds."""
-    from kraftspec.bench_stats import interleaved, load_average, load_line, loads_seen, noise_warning, show, summary
+    from kraftspec.bench_stats import busy_warning, interleaved, load_average, load_line, loads_seen, noise_warning, show, summary
     from kraftspec.bench_stats import verdict as rounds_verdict
     from kraftspec.conformance.adapters import ImplAdapter
     from kraftspec.conformance.generate import walk
@@ -412,6 +412,11 @@ def bench_conformance(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict
             warnings.append(warning)
             say(out, f"    warning: {warning}")
         figures[key] = figure
+    busy = busy_warning([start_load[0], *figures["round_load"], end_load[0]],
+                        "the figures above are lower than this machine gives when it is free, even where the rounds agree")
+    if busy is not None:
+        warnings.append(busy)
+        say(out, f"warning: {busy}")
     say(out, line)
     if warnings:
         say(out, f"{len(warnings)} warning(s): those figures are not a fair measurement of this machine; measure "

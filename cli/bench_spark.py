@@ -20,6 +20,7 @@ from multiprocessing import get_context
 
 from kraftspec.bench_stats import (
     NOISY,
+    busy_warning,
     cores,
     impossible_warning,
     interleaved,
@@ -253,10 +254,16 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
     projected = [GOAL_TRACES * seconds / traces / 60 for seconds in local2]
     ratio("projected_minutes", f"{GOAL_TRACES:,} traces of {workload.steps} events on local[2], projected from "
           f"{traces:,} (minutes)", projected, GOAL_MINUTES, None, "", form="{:.1f}", higher_is_better=False)
+    busy = busy_warning([start_load[0], *figures["round_load"], end_load[0]],
+                        "one worker and two do not lose the same share of the cores to it, so the ratios above "
+                        "are not what this machine gives when it is free, even where the rounds agree")
+    if busy is not None:
+        warnings.append(busy)
+        say(out, f"warning: {busy}")
     say(out, line)
     if warnings:
         say(out, f"{len(warnings)} warning(s): the figures above are not a fair measurement of this machine "
-            f"(a rounds' spread over {NOISY:.0%} or an impossible ratio); measure again when the load average stays "
+            f"(a busy machine, a rounds' spread over {NOISY:.0%} or an impossible ratio); measure again when the load average stays "
             f"below {cores()}")
     figures["warnings"] = warnings
     return figures

@@ -142,3 +142,14 @@ def show(figure: dict, unit: str = "", digits: int = 0) -> str:
     unit = f" {unit}" if unit else ""
     return (f"{figure['median']:{form}}{unit} (rounds {figure['min']:{form}} to {figure['max']:{form}}, "
             f"spread {figure['spread']:.0%})")
+
+
+def busy_warning(loads: Sequence[float], consequence: str) -> str | None:
+    """A warning when a 1-minute load average seen during the run (at the start, after a round, at
+    the end) was above the number of cores: other work took CPU time from the measurement, however
+    steady the rounds were. ``consequence`` says what that does to this benchmark's figures."""
+    highest = max(loads)
+    if highest <= cores():
+        return None
+    return (f"the load average reached {highest:.2f} on {cores()} cores: other work ran beside the measurement; "
+            f"{consequence}")

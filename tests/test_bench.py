@@ -128,6 +128,11 @@ def test_the_stats_warn_of_a_wide_spread_and_of_ratios_two_workers_cannot_give()
     flagged = impossible_warning("local[2] against one process", [1.2, 1.9, 2.18], 2, "two workers on 2 cores")
     assert "round 3: 2.18" in flagged and "round 2" not in flagged and "cannot be true" in flagged
     assert impossible_warning("x", [1.2, 1.9, 2.0], 2, "two workers") is None
+    from kraftspec.bench_stats import busy_warning, cores
+
+    assert busy_warning([0.0, float(cores())], "so what") is None  # no more work than cores
+    busy = busy_warning([0.5, cores() + 3.5, 1.0], "the ratios are off")
+    assert f"reached {cores() + 3.5:.2f} on {cores()} cores" in busy and busy.endswith("the ratios are off")
     assert verdict(steady, 1.7) == "met"
     assert verdict(summary([1.5, 1.8, 1.9]), 1.7) == "met, but the rounds fall on both sides of it"
     assert verdict(summary([30.0, 33.0, 35.0]), 20, higher_is_better=False) == "NOT met"
