@@ -1,18 +1,52 @@
 """``kraftspec bench spark``: the conform job's workload (generate a walk, replay it against impl
-at level records), measured four ways in one run on the same seeds: one plain process, a pool of
-two processes, Spark local[1] and Spark local[2]. Start-up (processes, Spark session, the Python
-workers' first imports) is warmed up first and reported apart; the figures are the work itself."""
+at level records), measured four ways on the same seeds: one plain process, a pool of two
+processes, Spark local[1] and Spark local[2].
+
+The four legs are measured interleaved (bench_stats): each round runs every leg once on the same
+seeds, in an order rotated from round to round, and the figures are the medians of the rounds. The
+pool and the two Spark sessions are started once and warmed up before the first round; their
+start-up is reported apart. Only one SparkContext may live in a process, so each Spark session runs
+in a process of its own (spawned, so that it shares nothing with this one) which stays up between
+rounds and runs a job when told to; before each job it runs a small one, not counted, as Spark ends
+a Python worker that has been idle for a minute. The ratios are medians of the rounds' ratios, and a ratio that
+two workers cannot give (local[2] more than twice as fast as one process) is flagged as noise.
+"""
 
 from __future__ import annotations
 
 import time
+import traceback
 from multiprocessing import get_context
 
+from kraftspec.bench_stats import (
+    NOISY,
+    busy_warning,
+    cores,
+    impossible_warning,
+    interleaved,
+    load_average,
+    load_line,
+    loads_seen,
+    noise_warning,
+    ratios,
+    say,
+    show,
+    summary,
+    verdict,
+)
 from kraftspec.spec.profiles import DEFAULT_PROFILE
 
 GOAL_SPEEDUP = 1.7  # local[2] against one process
 GOAL_OF_POOL = 0.9  # local[2] against a 2-process pool
 GOAL_TRACES, GOAL_MINUTES = 1_000_000, 20
+GOAL_STEPS = 50
+
+LEGS = ("one process", "2-process pool", "Spark local[1]", "Spark local[2]")
+OF_POOL_BOUND = 1.1
+"""local[2] runs the pool's work with the same two workers plus Spark's scheduling: beyond 110% of
+the pool is not speed but a change of load between the two legs."""
+
+READY_TIMEOUT = 300  # seconds a Spark session may take to start and warm up
 
 
 def _count(seeds: range, workload) -> int:
@@ -22,57 +56,220 @@ def _count(seeds: range, workload) -> int:
     return sum(1 for _ in check_seeds(seeds, workload))
 
 
-def bench_spark(scale: float, out, say, profile: str = DEFAULT_PROFILE) -> dict:
-    from kraftspec.conformance.spark import Workload, _task, session, slices
+def _spark_leg(master: str, workload, connection) -> None:
+    """The body of a Spark leg's process: start a session on ``master``, warm its Python workers,
+    say ``ready`` with the seconds that took, then run a job on each list of seed ranges it is
+    sent, answering the seconds and the rows, until told ``stop``."""
+    spark = None
+    try:
+        from kraftspec.conformance.spark import _task, session
 
-    traces = max(80, int(8000 * scale))  # smaller runs leave Spark's fixed costs unspread (2,000: 1.64x, 83%)
-    workload = Workload(traces, first_seed=1_000_000, steps=50, keep_traces="none", profile=profile)
-    cut = slices(workload.seeds, 16)
-    say(out, f"the workload: {traces:,} traces of {workload.steps} events (walk + replay against impl, level records), "
-        f"in {len(cut)} slices")
-    figures: dict = {"traces": traces, "steps": workload.steps, "profile": profile}
-
-    def record(name: str, seconds: float) -> None:
-        figures[name] = {"seconds": round(seconds, 2), "traces_per_second": round(traces / seconds, 1),
-                         "events_per_second": round(traces * workload.steps / seconds)}
-        say(out, f"  {name:16} {seconds:7.2f} s  {traces / seconds:8.1f} traces/s  "
-            f"{traces * workload.steps / seconds:9,.0f} events/s")
-
-    _count(range(0, 2), workload)  # imports and first-use costs, out of the measurement
-    started = time.perf_counter()
-    _count(workload.seeds, workload)
-    record("single process", time.perf_counter() - started)
-
-    with get_context("fork").Pool(2) as pool:
-        pool.starmap(_count, [(range(0, 1), workload)] * 2)  # warm both workers
         started = time.perf_counter()
-        pool.starmap(_count, [(seeds, workload) for seeds in cut])
-        record("2-process pool", time.perf_counter() - started)
-
-    for master in ("local[1]", "local[2]"):
-        started = time.perf_counter()
-        spark, _ = session(master, "kraftspec bench")
+        spark, _ = session(master, f"kraftspec bench {master}")
         sc = spark.sparkContext
-        sc.parallelize([range(0, 1)] * sc.defaultParallelism, sc.defaultParallelism).mapPartitionsWithIndex(
-            _task(workload)).count()  # start the Python workers
-        figures[f"{master} start-up"] = round(time.perf_counter() - started, 2)
-        started = time.perf_counter()
-        sc.parallelize(cut, len(cut)).mapPartitionsWithIndex(_task(workload)).count()
-        record(f"Spark {master}", time.perf_counter() - started)
-        spark.stop()
-        say(out, f"  (session start and warm-up of {master}: {figures[f'{master} start-up']} s, not counted)")
+        warm = sc.parallelize([range(0, 1)] * sc.defaultParallelism, sc.defaultParallelism).mapPartitionsWithIndex(
+            _task(workload))
+        warm.count()  # start the Python workers and import everything in them
+        connection.send(("ready", time.perf_counter() - started))
+        while True:
+            command = connection.recv()
+            if command == "stop":
+                break
+            # Spark ends a Python worker idle for a minute, as they are between rounds: warm again,
+            # not counted, so that each job is measured with its workers up, as in a long conform run
+            warm.count()
+            started = time.perf_counter()
+            rows = sc.parallelize(command, len(command)).mapPartitionsWithIndex(_task(workload)).count()
+            connection.send(("done", time.perf_counter() - started, rows))
+    except BaseException:  # told to the benchmark, which stops
+        connection.send(("error", traceback.format_exc()))
+    finally:
+        if spark is not None:
+            spark.stop()
+        try:
+            connection.send(("stopped",))
+        except OSError:  # the benchmark has gone
+            pass
+        connection.close()
 
-    single = figures["single process"]["seconds"]
-    pool = figures["2-process pool"]["seconds"]
-    local2 = figures["Spark local[2]"]["seconds"]
-    speedup, of_pool = single / local2, pool / local2
-    per_trace = local2 / traces
-    projected = GOAL_TRACES * per_trace / 60
-    figures.update(speedup=round(speedup, 2), of_pool=round(of_pool, 3), projected_minutes=round(projected, 1))
-    say(out, f"local[2] against one process: {speedup:.2f}x (goal {GOAL_SPEEDUP}x: "
-        f"{'met' if speedup >= GOAL_SPEEDUP else 'NOT met'})")
-    say(out, f"local[2] against the 2-process pool: {of_pool:.0%} (goal {GOAL_OF_POOL:.0%}: "
-        f"{'met' if of_pool >= GOAL_OF_POOL else 'NOT met'})")
-    say(out, f"{GOAL_TRACES:,} traces of {workload.steps} events at this rate on local[2]: {projected:.1f} minutes "
-        f"(goal {GOAL_MINUTES}: {'met' if projected <= GOAL_MINUTES else 'NOT met'}; projected from {traces:,} traces)")
+
+class SparkLeg:
+    """A Spark session in a process of its own, kept up between rounds."""
+
+    def __init__(self, master: str, workload) -> None:
+        context = get_context("spawn")
+        self.master = master
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_spark_leg, args=(master, workload, child), daemon=True,
+                                       name=f"kraftspec bench {master}")
+        self.process.start()
+        child.close()
+        self.startup: float | None = None
+
+    def _answer(self, what: str, timeout: float | None = None) -> tuple:
+        """The process's next answer; an error if it failed, died or said nothing for ``timeout`` seconds."""
+        if not self.connection.poll(timeout):
+            raise RuntimeError(f"Spark {self.master} did not answer {what} within {timeout:.0f} s")
+        try:
+            answer = self.connection.recv()
+        except EOFError:
+            raise RuntimeError(f"Spark {self.master}'s process ended during {what} "
+                               f"(exit status {self.process.exitcode})") from None
+        if answer[0] == "error":
+            raise RuntimeError(f"Spark {self.master} failed during {what}:\n{answer[1]}")
+        return answer
+
+    def ready(self) -> float:
+        """Wait until the session is up and its workers warm; the seconds that took."""
+        _, self.startup = self._answer("start-up", READY_TIMEOUT)
+        return self.startup
+
+    def run(self, cut: list[range]) -> tuple[float, int]:
+        """One job over the seed ranges ``cut``: its seconds and the rows it counted."""
+        self.connection.send(cut)
+        _, seconds, rows = self._answer("a job")
+        return seconds, rows
+
+    def close(self) -> None:
+        """Stop the session and wait for its process to end (killed if it does not within a minute)."""
+        if self.process.is_alive():
+            try:
+                self.connection.send("stop")
+                while self.connection.poll(60):
+                    if self.connection.recv()[0] == "stopped":
+                        break
+            except (OSError, EOFError):
+                pass
+        self.process.join(60)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.connection.close()
+
+
+def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
+    from kraftspec.conformance.spark import Workload, java_major, slices
+
+    java_major()  # no Java, or too old a one: SparkSetupError, before anything starts
+    quick = scale < 1
+    rounds = 2 if quick else 4  # 4: every leg runs once in each position
+    traces = max(80, int(4000 * scale))
+    workload = Workload(traces, first_seed=1_000_000, steps=GOAL_STEPS, keep_traces="none", profile=profile)
+    cut = slices(workload.seeds, 16)
+    line, start_load = load_line("at the start")
+    say(out, line)
+    say(out, f"the workload: {traces:,} traces of {workload.steps} events (walk + replay against impl, level records), "
+        f"in {len(cut)} slices, measured {rounds} times each way, interleaved: each round runs all four ways on the "
+        "same seeds, in an order rotated from round to round")
+    figures: dict = {"traces": traces, "steps": workload.steps, "profile": profile, "rounds": rounds, "cores": cores(),
+                     "load_average": {"start": start_load}}
+
+    pool = get_context("fork").Pool(2)  # forked before any session starts: no JVM in this process to copy
+    sessions: dict[str, SparkLeg] = {}
+    try:
+        started = time.perf_counter()
+        pool.starmap(_count, [(range(0, 1), workload)] * 2)  # warm both workers
+        figures["start-up"] = {"2-process pool": round(time.perf_counter() - started, 2)}
+        for master in ("local[1]", "local[2]"):
+            sessions[master] = SparkLeg(master, workload)
+        for master, leg in sessions.items():  # the two start side by side
+            figures["start-up"][f"Spark {master}"] = round(leg.ready(), 2)
+        _count(range(0, 2), workload)  # this process's imports and first-use costs
+        say(out, "  (start-up, not counted: " + ", ".join(f"{name} {seconds} s" for name, seconds in figures["start-up"].items())
+            + "; the two Spark sessions started side by side)")
+
+        def one_process() -> float:
+            started = time.perf_counter()
+            rows = _count(workload.seeds, workload)
+            return _checked("one process", time.perf_counter() - started, rows, traces)
+
+        def two_processes() -> float:
+            started = time.perf_counter()
+            rows = sum(pool.starmap(_count, [(seeds, workload) for seeds in cut]))
+            return _checked("2-process pool", time.perf_counter() - started, rows, traces)
+
+        def spark(master: str):
+            def leg() -> float:
+                seconds, rows = sessions[master].run(cut)
+                return _checked(f"Spark {master}", seconds, rows, traces)
+            return leg
+
+        def told(round_: int, order: list[str], seconds: dict[str, float]) -> None:
+            load = load_average()[0]
+            figures.setdefault("round_load", []).append(load)
+            say(out, f"  round {round_ + 1} of {rounds}: " + ", ".join(f"{name} {seconds[name]:.1f} s" for name in order)
+                + f" (load average {load:.2f})")
+
+        # local[2] between the two legs it is compared with: rotated, it runs next to each of them in
+        # three rounds of four, so that a round's two figures of a ratio are measured close together
+        runs = interleaved({"one process": one_process, "Spark local[2]": spark("local[2]"),
+                            "2-process pool": two_processes, "Spark local[1]": spark("local[1]")}, rounds, told)
+    finally:
+        for leg in sessions.values():
+            leg.close()
+        pool.close()
+        pool.join()
+
+    say(out, "seconds for the workload (median of the rounds), and the rate at the median:")
+    for name in LEGS:
+        figure = summary(runs[name])
+        figure.update(traces_per_second=round(traces / figure["median"], 1),
+                      events_per_second=round(traces * workload.steps / figure["median"]))
+        figures[name] = figure
+        say(out, f"  {name:16} {show(figure, 's', 2)}  {figure['traces_per_second']:,.1f} traces/s  "
+            f"{figure['events_per_second']:,} events/s")
+
+    line, end_load = load_line("at the end")
+    figures["load_average"]["end"] = end_load
+    seen = loads_seen(start_load, end_load, figures["round_load"])
+    warnings: list[str] = []
+
+    def ratio(key: str, text: str, per_round: list[float], goal: float | None, bound: float | None, why: str,
+              form: str = "{:.2f}x", higher_is_better: bool = True) -> dict:
+        figure = summary(per_round)
+        shown = form.format(figure["median"])
+        low, high = form.format(figure["min"]), form.format(figure["max"])
+        goal_text = ""
+        if goal is not None:
+            figure["goal"], figure["met"] = goal, figure["median"] >= goal if higher_is_better else figure["median"] <= goal
+            goal_text = f"; goal {form.format(goal)}: {verdict(figure, goal, higher_is_better)}"
+        say(out, f"{text}: {shown} (rounds {low} to {high}, spread {figure['spread']:.0%}){goal_text}")
+        for warning in (noise_warning(text, figure, seen, form=form),
+                        impossible_warning(text, per_round, bound, why, form) if bound is not None else None):
+            if warning is not None:
+                figure.setdefault("warnings", []).append(warning)
+                warnings.append(warning)
+                say(out, f"  warning: {warning}")
+        figures[key] = figure
+        return figure
+
+    single, pool_runs, local2 = runs["one process"], runs["2-process pool"], runs["Spark local[2]"]
+    two = min(2, cores())
+    ratio("pool_speedup", "the 2-process pool against one process", ratios(single, pool_runs), None, two,
+          f"two workers on {cores()} cores")
+    ratio("speedup", "local[2] against one process", ratios(single, local2), GOAL_SPEEDUP, two,
+          f"two workers on {cores()} cores")
+    ratio("of_pool", "local[2] against the 2-process pool", ratios(pool_runs, local2), GOAL_OF_POOL, OF_POOL_BOUND,
+          "Spark runs the pool's work on the same two workers, with its scheduling on top", form="{:.0%}")
+    projected = [GOAL_TRACES * seconds / traces / 60 for seconds in local2]
+    ratio("projected_minutes", f"{GOAL_TRACES:,} traces of {workload.steps} events on local[2], projected from "
+          f"{traces:,} (minutes)", projected, GOAL_MINUTES, None, "", form="{:.1f}", higher_is_better=False)
+    busy = busy_warning([start_load[0], *figures["round_load"], end_load[0]],
+                        "one worker and two do not lose the same share of the cores to it, so the ratios above "
+                        "are not what this machine gives when it is free, even where the rounds agree")
+    if busy is not None:
+        warnings.append(busy)
+        say(out, f"warning: {busy}")
+    say(out, line)
+    if warnings:
+        say(out, f"{len(warnings)} warning(s): the figures above are not a fair measurement of this machine "
+            f"(a busy machine, a rounds' spread over {NOISY:.0%} or an impossible ratio); measure again when the load average stays "
+            f"below {cores()}")
+    figures["warnings"] = warnings
     return figures
+
+
+def _checked(name: str, seconds: float, rows: int, traces: int) -> float:
+    if rows != traces:
+        raise RuntimeError(f"{name} checked {rows} traces of {traces}")
+    return seconds

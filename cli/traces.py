@@ -349,13 +349,17 @@ SHRUNK_DIR = "kraftspec-shrunk"
 
 class ShrinkMeter:
     """How a shrink goes, on standard error: the events of the smallest failing trace so far and the
-    candidates replayed; redrawn in place on a terminal, elsewhere a line every ``every`` seconds."""
+    candidates replayed; redrawn in place on a terminal. Elsewhere (a log, a pipe) a line as it goes:
+    at the first candidate, whenever the smallest failing trace has lost a quarter of the events last
+    shown, and at least every ``every`` seconds; so a log shows a shrink move even when it takes a
+    few seconds, in a few lines even for a long trace."""
 
     def __init__(self, label: str, stream=None, every: float = 10.0) -> None:
         self.label, self.every = label, every
         self.stream = stream or sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.started = self.shown = time.perf_counter()
+        self.shown_events: int | None = None  # the events in the last line written (not on a terminal)
         self.state = "starting"
 
     def text(self, now: str = " so far") -> str:
@@ -366,8 +370,9 @@ class ShrinkMeter:
         if self.tty:
             self.stream.write(f"\r{self.text()}   ")
             self.stream.flush()
-        elif time.perf_counter() - self.shown >= self.every:
-            self.shown = time.perf_counter()
+        elif (self.shown_events is None or events <= self.shown_events * 3 // 4
+              or time.perf_counter() - self.shown >= self.every):
+            self.shown, self.shown_events = time.perf_counter(), events
             print(self.text(), file=self.stream, flush=True)
 
     def done(self) -> None:

@@ -28,7 +28,18 @@ def test_bench_conformance_quick_runs_and_writes_every_figure(tmp_path):
     for key in ("generate_events_per_s", "replay_responses_events_per_s", "replay_state_events_per_s",
                 "replay_records_events_per_s", "subprocess_responses_events_per_s", "subprocess_records_events_per_s"):
         assert figures[key] > 0, key
-    assert "goal" in out.getvalue()
+    # every leg measured once a round, interleaved; its figure the median of its rounds
+    rounds = figures["rounds"]
+    assert rounds == 2 and len(figures["round_load"]) == rounds
+    for leg in ("generate", "replay_responses", "replay_state", "replay_records", "subprocess_responses", "subprocess_records"):
+        assert len(figures[leg]["runs"]) == rounds and figures[leg]["median"] == figures[f"{leg}_events_per_s"], leg
+    assert figures["generate"]["goal"] == 30_000 and figures["replay_state"]["goal"] == 100_000
+    assert figures["subprocess_records"]["goal"] == 20_000
+    text = out.getvalue()
+    assert "round 1 of 2" in text and "round 2 of 2" in text and "goal 30,000" in text
+    assert "load average" in text and "at the start" in text and "at the end" in text
+    for warning in figures["warnings"]:
+        assert f"warning: {warning}" in text
 
 
 def test_bench_kafka_quick_compares_impl_with_kafka_and_writes_every_figure(tmp_path):
@@ -88,3 +99,125 @@ def test_bench_builds_its_controllers_and_walks_under_the_profile():
     assert impl_cluster(30, 3).config.profile == "kip-631"
     assert model_config("kafka").heartbeat_interval_ms == 2000
     assert model_heartbeat_rate(30, 3, 20, "kafka") > 0
+
+
+def test_interleaved_rounds_rotate_the_legs_and_keep_each_legs_figures_in_round_order():
+    from kraftspec.bench_stats import interleaved
+
+    ran, orders = [], []
+    counter = iter(range(100))
+
+    def leg(name):
+        def run():
+            ran.append(name)
+            return float(next(counter))
+        return run
+
+    figures = interleaved({"A": leg("A"), "B": leg("B")}, 4, lambda r, order, this: orders.append(order))
+    assert ran == ["A", "B", "B", "A", "A", "B", "B", "A"]  # ABBA ABBA: neither always first
+    assert orders == [["A", "B"], ["B", "A"], ["A", "B"], ["B", "A"]]
+    assert figures == {"A": [0.0, 3.0, 4.0, 7.0], "B": [1.0, 2.0, 5.0, 6.0]}
+    three = []
+    interleaved({n: (lambda n=n: three.append(n) or 0.0) for n in "ABC"}, 3)
+    assert three == list("ABCBCACAB")  # each leg once in each position
+
+
+def test_the_stats_warn_of_a_wide_spread_and_of_ratios_two_workers_cannot_give():
+    from kraftspec.bench_stats import impossible_warning, noise_warning, summary, verdict
+
+    steady = summary([1.80, 1.85, 1.90])
+    assert steady["median"] == 1.85 and noise_warning("local[2] against one process", steady, "1.0") is None
+    wide = summary([1.2, 1.9, 2.18])
+    warning = noise_warning("local[2] against one process", wide, "3.10 at the start, 1.20 at the end")
+    assert "range from 1.20 to 2.18" in warning and "spread 52%" in warning and "3.10 at the start" in warning
+    # 2.18x with two workers is not speed: flagged, naming the round
+    flagged = impossible_warning("local[2] against one process", [1.2, 1.9, 2.18], 2, "two workers on 2 cores")
+    assert "round 3: 2.18" in flagged and "round 2" not in flagged and "cannot be true" in flagged
+    assert impossible_warning("x", [1.2, 1.9, 2.0], 2, "two workers") is None
+    from kraftspec.bench_stats import busy_warning, cores
+
+    assert busy_warning([0.0, float(cores())], "so what") is None  # no more work than cores
+    busy = busy_warning([0.5, cores() + 3.5, 1.0], "the ratios are off")
+    assert f"reached {cores() + 3.5:.2f} on {cores()} cores" in busy and busy.endswith("the ratios are off")
+    assert verdict(steady, 1.7) == "met"
+    assert verdict(summary([1.5, 1.8, 1.9]), 1.7) == "met, but the rounds fall on both sides of it"
+    assert verdict(summary([30.0, 33.0, 35.0]), 20, higher_is_better=False) == "NOT met"
+
+
+def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sessions(tmp_path):
+    import multiprocessing
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["bench", "spark", "--quick", "--json", str(tmp_path / "figures.json")]) == 0
+    assert multiprocessing.active_children() == []  # the pool and both Spark sessions' processes have ended
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    rounds = figures["rounds"]
+    assert rounds == 2 and len(figures["round_load"]) == rounds
+    for leg in ("one process", "2-process pool", "Spark local[1]", "Spark local[2]"):
+        assert len(figures[leg]["runs"]) == rounds and figures[leg]["median"] > 0, leg
+        assert figures[leg]["min"] <= figures[leg]["median"] <= figures[leg]["max"], leg
+    for name in ("2-process pool", "Spark local[1]", "Spark local[2]"):
+        assert figures["start-up"][name] > 0, name
+    # the ratios are the medians of the rounds' ratios
+    single, local2 = figures["one process"]["runs"], figures["Spark local[2]"]["runs"]
+    assert figures["speedup"]["runs"] == [s / l for s, l in zip(single, local2, strict=True)]
+    assert figures["speedup"]["goal"] == 1.7 and figures["of_pool"]["goal"] == 0.9
+    assert figures["projected_minutes"]["goal"] == 20
+    assert len(figures["load_average"]["start"]) == len(figures["load_average"]["end"]) == 3
+    text = out.getvalue()
+    assert "round 1 of 2" in text and "round 2 of 2" in text and "load average" in text
+    assert "at the start" in text and "at the end" in text
+    assert "local[2] against one process" in text and "goal 1.70x" in text
+    for warning in figures["warnings"]:  # whatever the load was, every warning is printed as it is recorded
+        assert f"warning: {warning}" in text
+
+
+def test_bench_help_speaks_to_users_and_its_goals_are_written_where_it_says(capsys):
+    """No issue numbers and no reStructuredText in what argparse prints; each target's goals are
+    stated in the README section its help names."""
+    import re
+    from pathlib import Path
+
+    import pytest
+
+    root = Path(__file__).resolve().parent.parent
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = capsys.readouterr().out
+    assert "issue" not in text.lower() and "``" not in text and ":func:" not in text
+    for source in (root / "cli").glob("bench*.py"):  # nor in anything bench prints, nor its docstrings
+        assert not re.search(r"[Ii]ssue \d", source.read_text()), source
+    flat = " ".join(text.split())
+    named = re.findall(r'([a-z]+/README\.md), section "([^"]+)"', flat)
+    assert [section for _, section in named] == [
+        "Performance", "Throughput: kraftspec bench conformance", "Spark: kraftspec bench spark",
+        "Against Apache Kafka's controller: kraftspec bench kafka"]
+    from kraftspec.bench import GOALS
+
+    goals = {"Performance": [f"{GOALS['heartbeats_per_s']:,}", f"{GOALS['fence_ms']:.0f} ms", f"{GOALS['controlled_shutdown_ms']:.0f} ms",
+                             f"{GOALS['snapshot_load_s']:.0f} s", f"{GOALS['bytes_per_partition']:.0f} bytes"],
+             "Throughput: kraftspec bench conformance": ["30,000", "100,000", "20,000"],
+             "Spark: kraftspec bench spark": ["1.7", "90%", "20 minutes"],
+             "Against Apache Kafka's controller: kraftspec bench kafka": ["0.5"]}
+    for file, section in named:
+        readme = (root / file).read_text()
+        headings = [(m.start(), len(m.group(1)), m.group(2).replace("`", "").strip())
+                    for m in re.finditer(r"^(#+) (.*)$", readme, re.M)]
+        [(start, level)] = [(start, level) for start, level, title in headings if title == section]
+        end = min([s for s, lv, _ in headings if s > start and lv <= level], default=len(readme))
+        body = readme[start:end]
+        for goal in goals[section]:
+            assert goal in body, (file, section, goal)
+        for goal in goals[section]:  # and the help tells the same goals
+            assert goal.split()[0] in flat, goal
+
+
+def test_bench_spark_without_java_says_so_in_one_line_and_starts_nothing(tmp_path, monkeypatch, capsys):
+    import multiprocessing
+
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))  # no bin/java there
+    assert main(["bench", "spark", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "Java was not found" in err and "Traceback" not in err
+    assert multiprocessing.active_children() == []

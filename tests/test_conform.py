@@ -110,6 +110,7 @@ def test_divergences_are_reported_shrunk_and_reproducible_from_their_seed(spark,
     assert shrunk["events"] < 20 and Path(shrunk["path"]).exists() and Path(shrunk["original"]).exists()
     assert "FAIL" in printed and "shrunk" in printed
     assert "shrinking 1 of 1" in captured.err and "candidates replayed" in captured.err  # shrink shows progress
+    assert "so far" in captured.err  # as it goes, not only its outcome
     assert len(rows(spark, out / "traces")) == failed  # the failing traces are kept
 
     # each failing trace is a file in OUT/divergences, and its report's repro command replays that very file

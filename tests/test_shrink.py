@@ -170,6 +170,29 @@ def test_the_shrink_command_writes_into_the_working_directory_and_shows_progress
     assert sorted(p.name for p in tmp_path.iterdir()) == ["failing.jsonl", "kraftspec-shrunk"]  # nothing else
     assert f"-> {len(read(written).steps)} steps: kraftspec-shrunk/{written.name}" in captured.out
     assert "shrinking: " in captured.err and "candidates replayed" in captured.err
+    # progress as it goes, not only the outcome: lines while it shrinks, the trace smaller at each, then the result
+    going = [line for line in captured.err.splitlines() if line.startswith("shrinking: ") and "so far" in line]
+    sizes = [int(line.split()[1]) for line in going]
+    assert len(going) >= 2 and sizes == sorted(sizes, reverse=True) and sizes[0] == 30
+    assert captured.err.splitlines()[-1].startswith(f"shrinking: {len(read(written).steps)} events, ")
     with pytest.raises(SystemExit):
         main(["shrink", "--help"])
     assert "kraftspec-shrunk" in capsys.readouterr().out
+
+
+def test_the_shrink_meter_writes_a_line_as_the_trace_shrinks_in_a_log_without_flooding_it():
+    """Off a terminal the meter writes at the first candidate and whenever the smallest failing trace
+    has lost a quarter of the events last written (or after ``every`` seconds), then the outcome."""
+    import io
+
+    from kraftspec.traces import ShrinkMeter
+
+    log = io.StringIO()
+    meter = ShrinkMeter("shrinking", stream=log, every=3600)
+    for spent, events in enumerate([1000, 990, 800, 750, 700, 600, 599, 100, 99, 98, 97, 10], start=1):
+        meter(spent, 2000, events)
+    meter.done()
+    lines = log.getvalue().splitlines()
+    assert [int(line.split()[1]) for line in lines[:-1]] == [1000, 750, 100, 10]
+    assert all("so far" in line for line in lines[:-1])
+    assert lines[-1].startswith("shrinking: 10 events, 12 candidates replayed (at most 2000), ")

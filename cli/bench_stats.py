@@ -1,0 +1,155 @@
+"""What the benchmarks share to stay honest on a machine shared with other work.
+
+The legs of a comparison are measured interleaved: in each round every leg runs once, on the same
+workload, in an order rotated from round to round, so that a change in the machine's load falls on
+every leg alike instead of on whichever ran last. A figure is the median of the rounds, shown with
+its range; a ratio between two legs is the median of the rounds' ratios (each round's two figures
+were measured minutes apart at most, under about the same load). The load average is read at the
+start and at the end, and a warning says, in plain words, when the rounds spread too widely for a
+figure to mean anything, or when a round gave a ratio the machine's cores cannot produce.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Callable, Sequence
+
+NOISY = 0.25
+"""A relative spread ((max - min) / median) of the rounds beyond which a figure or a ratio means little."""
+
+
+def say(out, text: str) -> None:
+    out.write(text + "\n")
+    out.flush()
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def load_average() -> tuple[float, float, float]:
+    """The system's load average over 1, 5 and 15 minutes."""
+    one, five, fifteen = os.getloadavg()
+    return round(one, 2), round(five, 2), round(fifteen, 2)
+
+
+def show_load(load: Sequence[float]) -> str:
+    return f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+
+
+def load_line(when: str) -> tuple[str, tuple[float, float, float]]:
+    """A line telling the load average ``when`` (``at the start``, ``at the end``), and the load."""
+    load = load_average()
+    busy = load[0] > cores()
+    note = f" (more than the {cores()} cores: other work competes with the measurement)" if busy else ""
+    return f"load average {show_load(load)} (1, 5, 15 minutes) {when}, on {cores()} cores{note}", load
+
+
+def summary(values: Sequence[float]) -> dict:
+    """The median of ``values``, their range and their relative spread ((max - min) / median)."""
+    values = list(values)
+    median = statistics.median(values)
+    return {"median": median, "min": min(values), "max": max(values),
+            "spread": (max(values) - min(values)) / median if median else float("inf"), "runs": values}
+
+
+def ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[float]:
+    """Each round's ratio."""
+    return [n / d for n, d in zip(numerators, denominators, strict=True)]
+
+
+def rotated(names: Sequence[str], round_: int) -> list[str]:
+    """The order of the legs in round ``round_`` (from 0): each round starts one leg further on."""
+    shift = round_ % len(names) if names else 0
+    return list(names[shift:]) + list(names[:shift])
+
+
+def interleaved(legs: dict[str, Callable[[], float]], rounds: int,
+                after_round: Callable[[int, list[str], dict[str, float]], None] | None = None) -> dict[str, list[float]]:
+    """Run every leg once per round, ``rounds`` rounds, the order rotated each round (with two legs:
+    AB BA AB ...). Each leg returns its figure for the round; the figures, leg by leg, in round
+    order. ``after_round(round, order, figures)`` is told each round's figures as it ends."""
+    names = list(legs)
+    figures: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        order = rotated(names, round_)
+        this_round = {}
+        for name in order:
+            this_round[name] = legs[name]()
+            figures[name].append(this_round[name])
+        if after_round is not None:
+            after_round(round_, order, this_round)
+    return figures
+
+
+def noisy(figure: dict, limit: float = NOISY) -> bool:
+    return figure["spread"] > limit
+
+
+def noise_warning(what: str, figure: dict, load: str, limit: float = NOISY, form: str = "{:,.2f}") -> str | None:
+    """A warning in plain words when ``figure``'s rounds spread more than ``limit``, else None;
+    ``load`` tells the load average seen, ``form`` formats the figures."""
+    if not noisy(figure, limit):
+        return None
+    return (f"the rounds of {what} range from {form.format(figure['min'])} to {form.format(figure['max'])} (spread "
+            f"{figure['spread']:.0%}, more than {limit:.0%}): the machine's load changed too much during the run "
+            f"(load average {load}) for this figure to mean anything; run it again on a quieter machine")
+
+
+def loads_seen(start: Sequence[float], end: Sequence[float], rounds: Sequence[float] = ()) -> str:
+    """The 1-minute load averages at the start, the highest at the end of a round, and at the end, in words."""
+    during = f", up to {max(rounds):.2f} during the rounds" if rounds else ""
+    return f"{start[0]:.2f} at the start{during}, {end[0]:.2f} at the end"
+
+
+def impossible_rounds(round_ratios: Sequence[float], bound: float) -> list[int]:
+    """The rounds (from 1) whose ratio exceeds ``bound``, the most the machine can physically give
+    (a speedup of two workers over one cannot exceed 2, nor the number of cores)."""
+    return [i + 1 for i, ratio in enumerate(round_ratios) if ratio > bound]
+
+
+def impossible_warning(what: str, round_ratios: Sequence[float], bound: float, why: str,
+                       form: str = "{:.2f}") -> str | None:
+    """A warning naming the rounds whose ratio no machine like this one can give: noise, not speed."""
+    rounds = impossible_rounds(round_ratios, bound)
+    if not rounds:
+        return None
+    shown = ", ".join(f"round {r}: {form.format(round_ratios[r - 1])}" for r in rounds)
+    return (f"{what} above {form.format(bound)} cannot be true ({why}); {shown}: the load changed within the "
+            "round, so that figure is noise, not speed")
+
+
+def met(value: float, goal: float, higher_is_better: bool) -> bool:
+    return value >= goal if higher_is_better else value <= goal
+
+
+def verdict(figure: dict, goal: float, higher_is_better: bool = True) -> str:
+    """``met`` or ``NOT met`` for the median, and whether the rounds fall on both sides of the goal."""
+    text = "met" if met(figure["median"], goal, higher_is_better) else "NOT met"
+    if figure["min"] < goal < figure["max"]:
+        text += ", but the rounds fall on both sides of it"
+    return text
+
+
+def show(figure: dict, unit: str = "", digits: int = 0) -> str:
+    """``median unit (min-max, spread N%)``."""
+    form = f",.{digits}f"
+    unit = f" {unit}" if unit else ""
+    return (f"{figure['median']:{form}}{unit} (rounds {figure['min']:{form}} to {figure['max']:{form}}, "
+            f"spread {figure['spread']:.0%})")
+
+
+def busy_warning(loads: Sequence[float], consequence: str) -> str | None:
+    """A warning when a 1-minute load average seen during the run (at the start, after a round, at
+    the end) was above the number of cores: other work took CPU time from the measurement, however
+    steady the rounds were. ``consequence`` says what that does to this benchmark's figures."""
+    highest = max(loads)
+    if highest <= cores():
+        return None
+    return (f"the load average reached {highest:.2f} on {cores()} cores: other work ran beside the measurement; "
+            f"{consequence}")
