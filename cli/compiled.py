@@ -86,8 +86,8 @@ def build_key(modules: dict[str, Path]) -> str:
 class _Finder(importlib.abc.MetaPathFinder):
     """Serves the compiled modules of one build, and nothing else."""
 
-    def __init__(self, built: dict[str, Path]):
-        self.built = built
+    def __init__(self, built: dict[str, Path], directory: Path):
+        self.built, self.directory = built, directory
 
     def find_spec(self, name, path=None, target=None):
         file = self.built.get(name)
@@ -100,8 +100,8 @@ class _Finder(importlib.abc.MetaPathFinder):
 def enable() -> Path | None:
     """Load the compiled modules from now on, if a build matches the sources; the build's
     directory, or None (after a word on standard error) when there is none."""
-    if any(isinstance(finder, _Finder) for finder in sys.meta_path):
-        return None
+    if active() is not None:
+        return active()
     modules = sources()
     directory = cache_root() / build_key(modules)
     try:
@@ -111,8 +111,22 @@ def enable() -> Path | None:
               "running plain Python (run `kraftspec compile` to build one)", file=sys.stderr)
         return None
     built = {name: directory / file for name, file in manifest["modules"].items() if name in modules}
-    sys.meta_path.insert(0, _Finder(built))
+    sys.meta_path.insert(0, _Finder(built, directory))
     return directory
+
+
+def active() -> Path | None:
+    """The build this process loads its compiled modules from, or None when it runs plain Python."""
+    return next((finder.directory for finder in sys.meta_path if isinstance(finder, _Finder)), None)
+
+
+def describe() -> str:
+    """How this process runs the model, impl and the generator, in a line."""
+    directory = active()
+    if directory is None:
+        return (f"modules: plain Python (after `kraftspec compile`, {ENABLE}=1 runs the model, impl and the "
+                "generator compiled)")
+    return f"modules: compiled by Cython ({ENABLE}=1; build {directory})"
 
 
 def enable_if_asked() -> None:

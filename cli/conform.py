@@ -218,6 +218,9 @@ def _conform(spark, workload, args, out: Path) -> int:
     print(f"kraftspec conform: {workload.traces:,} traces of {workload.steps} events (seeds {workload.seeds.start}.."
           f"{workload.seeds.stop - 1}), profile {workload.profile}, adapter {workload.adapter}, level {workload.level}, "
           f"master {spark.sparkContext.master}", flush=True)
+    from kraftspec import compiled
+
+    print(f"kraftspec conform: {compiled.describe()}", flush=True)
     started = time.perf_counter()
     metrics = _metrics(spark, workload, args)
     try:

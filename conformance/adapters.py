@@ -323,10 +323,7 @@ class ImplAdapter:
         self.start(trace.header.config)
         controller = self.controller
         handle_request, tick, commit = controller.handle_request, controller.tick, controller.commit
-        frame_type = controller.config.params.frame_type
-
-        def encode(record):
-            return impl_codec.encode_record(record, frame_type=frame_type)
+        encode = controller.codec.encode  # the profile's frames (DEC-10, DEC-22), as impl writes its log
 
         expected_committed = None
         for n, (kind, payload, version, seq, replies, records, frames, committed) in enumerate(compiled):
