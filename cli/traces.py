@@ -433,6 +433,11 @@ def run_coverage(args) -> int:
 
 
 def run_mutate(args) -> int:
+    from kraftspec import compiled
+
+    if compiled.active() is not None:  # a mutant is made from a function's source and put in its module
+        return _fail("the mutation checks change the plain modules' functions: run them without "
+                     f"{compiled.ENABLE}=1")
     if args.sweep:
         return run_sweep(args)
     given = [option for option, value in (("--only", args.only), ("--budget-minutes", args.budget_minutes),

@@ -108,3 +108,13 @@ def test_compiling_again_reuses_the_build(build):
     result = subprocess.run([sys.executable, "-m", "kraftspec", "compile", "--into", str(build)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "already built" in result.stdout
+
+
+def test_the_mutation_checks_refuse_to_run_compiled(build):
+    """A mutant is made from a function's source and put in its module: with the compiled modules
+    loaded it would not be what runs, so kraftspec mutate says to run it plain, and does nothing."""
+    result = subprocess.run([sys.executable, "-m", "kraftspec", "mutate", "--no-stateful"], capture_output=True, text=True,
+                            env={**os.environ, "KRAFTSPEC_COMPILED": "1", "KRAFTSPEC_COMPILED_DIR": str(build)}, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr == "kraftspec: error: the mutation checks change the plain modules' functions: run them without KRAFTSPEC_COMPILED=1\n"
+    assert result.stdout == ""
