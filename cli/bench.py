@@ -874,6 +874,20 @@ def compare_snapshot_loading(version: str, scale: float, rounds: int, out, profi
     return figures
 
 
+GOALS_WRITTEN = {
+    "impl": ("impl/README.md", "Performance"),
+    "conformance": ("conformance/README.md", "Throughput: kraftspec bench conformance"),
+    "spark": ("conformance/README.md", "Spark: kraftspec bench spark"),
+    "kafka": ("impl/README.md", "Against Apache Kafka's controller: kraftspec bench kafka"),
+}
+"""Where each target's goals and measured figures are written: (file, section)."""
+
+
+def _written(target: str) -> str:
+    file, section = GOALS_WRITTEN[target]
+    return f'{file}, section "{section}"'
+
+
 def _help_text() -> tuple[str, str]:
     """bench's description and its epilog (what each target measures, its goals and where they are
     written), wrapped for a terminal; the goals are the ones the targets check."""
@@ -896,20 +910,21 @@ def _help_text() -> tuple[str, str]:
                  f"{GOALS['heartbeat_scale_ratio']:.0%} of that), fencing a broker (goal at most "
                  f"{GOALS['fence_ms']:.0f} ms) and its controlled shutdown (at most {GOALS['controlled_shutdown_ms']:.0f} ms), "
                  f"loading a 1,000,000-partition snapshot (at most {GOALS['snapshot_load_s']:.0f} s, "
-                 f"{GOALS['bytes_per_partition']:.0f} bytes a partition). Goals and figures: impl/README.md, "
-                 "section \"Performance\"."),
+                 f"{GOALS['bytes_per_partition']:.0f} bytes a partition). Goals and figures: {_written('impl')}."),
         ("conformance", f"events per second: generation by the model on one core (goal {c['generate_events_per_s']:,}), "
                         f"replay against impl in process at every level (goal {c['replay_events_per_s']:,}), replay "
                         f"through the subprocess adapter (goal {c['subprocess_events_per_s']:,}). Goals and figures: "
-                        "conformance/README.md, section \"Throughput: kraftspec bench conformance\"."),
+                        f"{_written('conformance')}."),
         ("spark", "the conform job's work (walks replayed against impl) four ways: one process, a pool of 2 "
                   f"processes, Spark local[1] and local[2]. Goals: local[2] at least {GOAL_SPEEDUP} times as fast as "
                   f"one process and {GOAL_OF_POOL:.0%} of the pool; {GOAL_TRACES:,} traces of {GOAL_STEPS} events "
-                  f"in at most {GOAL_MINUTES} minutes on local[2]. Goals and figures: conformance/README.md, "
-                  "section \"Spark: kraftspec bench spark\"."),
-        ("kafka", "impl against Apache Kafka's controller on the same workloads, over the protocol and warm in "
-                  f"process, as a ratio impl/Kafka (goal at least {KAFKA_GOAL}). Needs Java 17 and Maven. Goal and "
-                  "figures: impl/README.md, section \"Against Apache Kafka's controller: kraftspec bench kafka\"."),
+                  f"in at most {GOAL_MINUTES} minutes on local[2]. Goals and figures: "
+                  f"{_written('spark')}."),
+        ("kafka", "impl against Apache Kafka's controller on the same workloads, in one run: walks over the "
+                  "protocol; warm in process, heartbeats and ISR changes as a ratio impl/Kafka (goal at least "
+                  f"{KAFKA_GOAL}); fencing a broker and loading a 1,000,000-partition snapshot as Kafka's time over "
+                  "impl's (higher is better for impl throughout), with impl's own goals beside them. Needs Java 17 "
+                  f"and Maven. Goals and figures: {_written('kafka')}."),
     ]
     lines = ["targets:"]
     for name, text in targets:
@@ -951,6 +966,7 @@ def run(args, out=None) -> int:
     from kraftspec import compiled
 
     say(out, compiled.describe())
+    say(out, f"goals, and the figures measured before: {_written(args.target)}")
     if args.target == "spark":
         from kraftspec.bench_spark import bench_spark
         from kraftspec.conformance.spark import SparkSetupError

@@ -38,6 +38,9 @@ def test_bench_conformance_quick_runs_and_writes_every_figure(tmp_path):
     text = out.getvalue()
     assert "round 1 of 2" in text and "round 2 of 2" in text and "goal 30,000" in text
     assert "load average" in text and "at the start" in text and "at the end" in text
+    # it says how it runs the model, and where its goals are written, which a test below checks
+    assert "modules: plain Python" in text and figures["compiled"] is False
+    assert 'goals, and the figures measured before: conformance/README.md, section "Throughput: kraftspec bench conformance"' in text
     for warning in figures["warnings"]:
         assert f"warning: {warning}" in text
 
