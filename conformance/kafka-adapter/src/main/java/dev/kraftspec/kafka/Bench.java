@@ -199,30 +199,7 @@ public final class Bench {
     // ---- the cluster ----
 
     private void setUp(int partitions) throws Exception {
-        for (int b = 0; b < brokers; b++) {
-            BrokerRegistrationRequestData request = new BrokerRegistrationRequestData()
-                .setBrokerId(b)
-                .setClusterId(CLUSTER_ID)
-                .setIncarnationId(new Uuid(0x6b72616674L, b + 1))
-                .setIsMigratingZkBroker(false)
-                .setPreviousBrokerEpoch(-1L);
-            short level = metadataVersion.featureLevel();
-            request.features().add(new BrokerRegistrationRequestData.Feature()
-                .setName(MetadataVersion.FEATURE_NAME).setMinSupportedVersion(level).setMaxSupportedVersion(level));
-            if (metadataVersion.isDirectoryAssignmentSupported()) {
-                request.setLogDirs(List.of(new Uuid(0x6b72616674L, b + 1)));
-            }
-            brokerEpochs[b] = controller.registerBroker(context(ApiKeys.BROKER_REGISTRATION, 3), request)
-                .get(30, TimeUnit.SECONDS).epoch();
-        }
-        for (int b = 0; b < brokers; b++) {
-            // the reply's class moved package between releases, hence var
-            var reply = controller.processBrokerHeartbeat(context(ApiKeys.BROKER_HEARTBEAT, 0),
-                heartbeat(b)).get(30, TimeUnit.SECONDS);
-            if (reply.isFenced()) {
-                throw new IllegalStateException("broker " + b + " is still fenced after a caught-up heartbeat");
-            }
-        }
+        registerAll();
         CreateTopicsRequestData create = new CreateTopicsRequestData().setTimeoutMs(30000);
         create.topics().add(new CreateTopicsRequestData.CreatableTopic().setName(TOPIC)
             .setNumPartitions(partitions).setReplicationFactor((short) 3));
@@ -312,6 +289,7 @@ public final class Bench {
                 .get(30, TimeUnit.SECONDS).epoch();
         }
         for (int b = 0; b < brokers; b++) {
+            // the reply's class moved package between releases, hence var
             var reply = controller.processBrokerHeartbeat(context(ApiKeys.BROKER_HEARTBEAT, 0),
                 heartbeat(b)).get(30, TimeUnit.SECONDS);
             if (reply.isFenced()) {
