@@ -164,36 +164,49 @@ def committed_checks(trace: Trace, level: str) -> list[bool]:
     return checks
 
 
+class _Run:
+    """A replay as it goes: what its verdict says beside the divergence. A class rather than
+    closures over replay's locals: compiled, closures that call one another share one scope object
+    with a reference cycle through it, which kept each trace alive until the cyclic collector ran."""
+
+    def __init__(self, trace: Trace, adapter: Adapter, level: str, path: str | Path | None) -> None:
+        self.trace, self.adapter, self.level, self.path = trace, adapter, level, path
+        self.started = time.perf_counter()
+        self.steps_run = 0
+        self.first_records: Divergence | None = None
+        self.without = Unsupported(())
+        self.profile = profile_of(trace.header.config)
+
+    def verdict(self, divergence: Divergence | None = None, not_supported: str | None = None) -> Verdict:
+        return Verdict(self.trace, str(self.path) if self.path else None, self.adapter.name, self.level, self.steps_run,
+                       len(self.trace.steps), time.perf_counter() - self.started, divergence, not_supported,
+                       self.first_records, self.without.fields)
+
+    def not_supported_level(self) -> Verdict:  # declared: reported as not supported, not replayed
+        return self.verdict(not_supported=f"level {self.level} (it reports {', '.join(self.adapter.levels)})")
+
+    def profile_unsupported(self) -> Verdict | None:  # declared: a trace of a profile it does not implement
+        profiles = getattr(self.adapter, "profiles", None)
+        if profiles is None or self.profile in profiles:
+            return None
+        return self.verdict(not_supported=f"profile {self.profile} (it implements {', '.join(profiles) or 'none'})")
+
+    def diverge(self, step: Step, part: str, expected: Any, actual: Any) -> Verdict:
+        return self.verdict(Divergence(step.n, step.event, part, expected, actual, step.rules, step.rejected_by))
+
+
 def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | Path | None = None) -> Verdict:
     """Replay ``trace`` against ``adapter`` at ``level``; stop at the first divergence."""
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
     compare_records = level == "records"
     checks = committed_checks(trace, level)
-    started = time.perf_counter()
+    run = _Run(trace, adapter, level, path)
     expected_committed = None
-    steps_run = 0
-    first_records: Divergence | None = None
-    without = Unsupported(())
-
-    def verdict(divergence: Divergence | None = None, not_supported: str | None = None) -> Verdict:
-        return Verdict(trace, str(path) if path else None, adapter.name, level, steps_run, len(trace.steps),
-                       time.perf_counter() - started, divergence, not_supported, first_records, without.fields)
-
-    def not_supported_level() -> Verdict:  # declared: reported as not supported, not replayed
-        return verdict(not_supported=f"level {level} (it reports {', '.join(adapter.levels)})")
-
-    profile = profile_of(trace.header.config)
-
-    def profile_unsupported() -> Verdict | None:  # declared: a trace of a profile it does not implement
-        profiles = getattr(adapter, "profiles", None)
-        if profiles is None or profile in profiles:
-            return None
-        return verdict(not_supported=f"profile {profile} (it implements {', '.join(profiles) or 'none'})")
 
     if level not in adapter.levels:
-        return not_supported_level()
-    unsupported_profile = profile_unsupported()
+        return run.not_supported_level()
+    unsupported_profile = run.profile_unsupported()
     if unsupported_profile is not None:
         return unsupported_profile
 
@@ -206,31 +219,29 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
         finally:
             adapter.close()
         if differs_at is None:
-            steps_run = len(trace.steps)
-            return verdict()
-        steps_run = 0  # NotImplemented, or a step differs: replay the generic way, which reports it
+            run.steps_run = len(trace.steps)
+            return run.verdict()
+        # NotImplemented, or a step differs: replay the generic way, which reports it
     try:
         adapter.start(trace.header.config)
         if level not in adapter.levels:  # a server says what it reports when it starts
-            return not_supported_level()
-        unsupported_profile = profile_unsupported()  # and which profiles it implements
+            return run.not_supported_level()
+        unsupported_profile = run.profile_unsupported()  # and which profiles it implements
         if unsupported_profile is not None:
             return unsupported_profile
         watch_records = not compare_records and "records" in adapter.levels  # for the first record difference
         unsupported = getattr(adapter, "unsupported", None) or {}
-        without = Unsupported(unsupported.get("fields", ()))
+        without = run.without = Unsupported(unsupported.get("fields", ()))
         unsupported_requests = frozenset(unsupported.get("requests", ()))
         prepare = getattr(adapter, "prepare", None)
         if prepare is not None:  # an adapter may send events ahead of their results (the subprocess one does)
             prepare(trace, level, checks)
-
-        def diverge(step: Step, part: str, expected: Any, actual: Any) -> Verdict:
-            return verdict(Divergence(step.n, step.event, part, expected, actual, step.rules, step.rejected_by))
+        diverge = run.diverge
 
         for step in trace.steps:
             if step.event.get("kind") == "request" and step.event.get("api") in unsupported_requests:
-                return verdict(not_supported=f"request {step.event['api']} (step {step.n})")
-            steps_run += 1
+                return run.verdict(not_supported=f"request {step.event['api']} (step {step.n})")
+            run.steps_run += 1
             try:
                 actual = adapter.step(step.event)
             except AdapterFailure as failure:
@@ -242,7 +253,7 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
             expected_replies, actual_replies = list(step.replies), actual.get("replies")
             if without:
                 expected_replies, actual_replies = without.replies(expected_replies), without.replies(actual_replies)
-            if compare_records or (watch_records and first_records is None):
+            if compare_records or (watch_records and run.first_records is None):
                 expected_records = list(step.records)
                 actual_records = actual.get("records")
                 if "frame" not in _first(actual_records, {"frame": None}):  # the adapter reports no bytes
@@ -251,8 +262,8 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
                     expected_records, actual_records = without.records(expected_records), without.records(actual_records)
                 if actual_records != expected_records:
                     if not compare_records:
-                        first_records = Divergence(step.n, step.event, "records", expected_records, actual_records,
-                                                   step.rules, step.rejected_by)
+                        run.first_records = Divergence(step.n, step.event, "records", expected_records, actual_records,
+                                                       step.rules, step.rejected_by)
                     elif actual_replies == expected_replies:
                         return diverge(step, "records", expected_records, actual_records)
             if actual_replies != expected_replies:
@@ -269,7 +280,7 @@ def replay(trace: Trace, adapter: Adapter, level: str = "records", path: str | P
                     expected_committed = without.records(expected_committed)
                 if committed != expected_committed:
                     return diverge(step, "committed", expected_committed, committed)
-        return verdict()
+        return run.verdict()
     finally:
         adapter.close()
 
