@@ -42,6 +42,7 @@ GOAL_TRACES, GOAL_MINUTES = 1_000_000, 20
 GOAL_STEPS = 50
 
 LEGS = ("one process", "2-process pool", "Spark local[1]", "Spark local[2]")
+WORKERS = 2  # the pool's processes, local[2]'s cores
 OF_POOL_BOUND = 1.1
 """local[2] runs the pool's work with the same two workers plus Spark's scheduling: beyond 110% of
 the pool is not speed but a change of load between the two legs."""
@@ -148,14 +149,18 @@ class SparkLeg:
 
 
 def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
-    from kraftspec.conformance.spark import Workload, java_major, slices
+    from kraftspec.conformance.spark import Workload, java_major, slices, task_count
 
     java_major()  # no Java, or too old a one: SparkSetupError, before anything starts
     quick = scale < 1
     rounds = 2 if quick else 4  # 4: every leg runs once in each position
     traces = max(80, int(4000 * scale))
     workload = Workload(traces, first_seed=1_000_000, steps=GOAL_STEPS, keep_traces="none", profile=profile)
-    cut = slices(workload.seeds, 16)
+    # cut as the projected job cuts its seeds: a million traces run as tasks of some 7,800 traces
+    # (run_job), each costing Spark about 40 ms to start; slices of a few hundred traces would count
+    # that cost dozens of times as often as the job does, slices of two thousand about as often
+    per_task = GOAL_TRACES // task_count(GOAL_TRACES, WORKERS)
+    cut = slices(workload.seeds, max(WORKERS, -(-traces // per_task)))
     line, start_load = load_line("at the start")
     say(out, line)
     say(out, f"the workload: {traces:,} traces of {workload.steps} events (walk + replay against impl, level records), "

@@ -364,16 +364,16 @@ def _compile_step(step, level: str, formats: str = "seed-000", rpc_formats: str 
     ``seen`` keeps, for the trace being compiled, the committed records already converted, by the
     identity of their neutral form: a recorded trace shares one form among the committed states it
     appears in (committed_of), and the trace keeps them all alive while it is compiled; and the
-    responses already converted, by their content (_response)."""
+    requests and responses already converted, by their content (_request, _response)."""
     event = step.event
     kind = event["kind"]
     version = 0
+    seen = {} if seen is None else seen
     if kind == "request":
         version = event["version"]
-        payload = _to_impl(event["api"] + "Request", version, rpc_formats)(event["body"])
+        payload = _request(event, version, rpc_formats, seen)
     else:
         payload = event.get("now_ms", event.get("offset"))
-    seen = {} if seen is None else seen
     replies = [(r["seq"], r["version"], _response(r, rpc_formats, seen)) for r in step.replies]
     records = frames = None
     if level == "records":
@@ -400,6 +400,23 @@ def _to_impl(name: str, version: int, formats: str) -> Callable[[dict[str, Any]]
     """The function that builds impl's object of the message or record type ``name`` at
     ``version`` of ``formats`` from its neutral form."""
     return compiled_from_json(qualified(name, formats), version, make_impl)
+
+
+def _request(event: dict[str, Any], version: int, rpc_formats: str, seen: dict) -> Any:
+    """impl's request for a request event of the trace. A broker's heartbeats often say what an
+    earlier one said: a request whose body holds no list is converted once for all its equals,
+    which share the object (impl never changes an object it is given: impl/messages.py)."""
+    body = event["body"]
+    try:
+        key = ("request", event["api"], version, tuple(body.items()))
+        request = seen.get(key)
+    except TypeError:  # a body with a list in it: converted each time
+        key, request = None, None
+    if request is None:
+        request = _to_impl(event["api"] + "Request", version, rpc_formats)(body)
+        if key is not None:
+            seen[key] = request
+    return request
 
 
 def _response(reply: dict[str, Any], rpc_formats: str, seen: dict) -> Any:

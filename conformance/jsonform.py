@@ -66,6 +66,7 @@ def qualified(name: str, formats: str) -> str:
     return name if own is seed else f"{formats}:{name}"
 
 
+@functools.cache
 def newest_version(name: str) -> int:
     """The newest version of a record type: the one a committed record is in (spec/traces.md), as
     its formats write it (DEC-22; 0 for every record of seed 000's)."""

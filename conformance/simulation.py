@@ -40,7 +40,7 @@ TOPIC = "orders"
 # the broker states the simulation asks about at every step, looked up once (an enum member's
 # lookup through its class costs more than the rest of the test)
 NOT_RUNNING, STARTING, RECOVERY, RUNNING = BrokerState.NOT_RUNNING, BrokerState.STARTING, BrokerState.RECOVERY, BrokerState.RUNNING
-PENDING_CONTROLLED_SHUTDOWN = BrokerState.PENDING_CONTROLLED_SHUTDOWN
+PENDING_CONTROLLED_SHUTDOWN, SHUTTING_DOWN = BrokerState.PENDING_CONTROLLED_SHUTDOWN, BrokerState.SHUTTING_DOWN
 SHUTDOWN_PATIENCE_HEARTBEATS = 5  # a broker waiting this long for ShouldShutDown stops anyway
 FEATURES = (Feature("metadata.format", 1, 1),)
 """What a broker of the default profile's clusters supports: the finalized level, no more."""
@@ -173,7 +173,7 @@ class Simulation:
     def unregistered_starters(self) -> list[int]:
         return [
             b for b, p in self.processes.items()
-            if p.state == BrokerState.STARTING
+            if p.state is STARTING
             and not p.registered
             and b not in self.waiting_registration
             and self.registration_due.get(b, 0) <= self.state.now_ms
@@ -183,10 +183,10 @@ class Simulation:
         return [b for b, p in self.processes.items() if p.sends_heartbeats and self.heartbeat_due.get(b, 0) <= self.state.now_ms]
 
     def stopped(self) -> list[int]:
-        return [b for b, p in self.processes.items() if p.state == BrokerState.NOT_RUNNING]
+        return [b for b, p in self.processes.items() if p.state is NOT_RUNNING]
 
     def recovering(self) -> list[int]:
-        return [b for b, p in self.processes.items() if p.state == BrokerState.RECOVERY and not p.log_recovery_done]
+        return [b for b, p in self.processes.items() if p.state is RECOVERY and not p.log_recovery_done]
 
     def decommissionable(self) -> list[int]:
         """Stopped, fenced brokers in no ISR: an operator moves data away before unregistering (DEC-20)."""
@@ -198,7 +198,7 @@ class Simulation:
         patience = SHUTDOWN_PATIENCE_HEARTBEATS * self.state.config.heartbeat_interval_ms
         return [
             b for b, p in self.processes.items()
-            if p.state == BrokerState.PENDING_CONTROLLED_SHUTDOWN and self.state.now_ms - self.shutdown_asked_at[b] >= patience
+            if p.state is PENDING_CONTROLLED_SHUTDOWN and self.state.now_ms - self.shutdown_asked_at[b] >= patience
         ]
 
     # ---- actions: each returns (what happened, the event) --------------------------------
@@ -320,13 +320,13 @@ class Simulation:
         return note, request
 
     def sigterm(self):
-        b = self.rng.choice([b for b, p in self.processes.items() if p.state == BrokerState.RUNNING])
+        b = self.rng.choice([b for b, p in self.processes.items() if p.state is RUNNING])
         self.processes[b] = brokers.sigterm(self.processes[b])
         self.shutdown_asked_at[b] = self.state.now_ms
         return self.heartbeat_now(b, f"broker {b} gets SIGTERM and asks to shut down")
 
     def crash(self):
-        b = self.rng.choice([b for b, p in self.processes.items() if p.state == BrokerState.RUNNING])
+        b = self.rng.choice([b for b, p in self.processes.items() if p.state is RUNNING])
         self.processes[b] = brokers.stop(self.processes[b])
         self.waiting_registration.discard(b)
         return self.tick(f"broker {b} crashes; time passes")
@@ -378,6 +378,6 @@ class Simulation:
                     self.registration_due[b] = self.state.now_ms + self.state.config.heartbeat_interval_ms
             elif isinstance(reply.response, BrokerHeartbeatResponse):
                 process = brokers.on_heartbeat_response(process, reply.response)
-                if process.state == BrokerState.SHUTTING_DOWN:
+                if process.state is SHUTTING_DOWN:
                     process = brokers.stop(process)
             self.processes[b] = process
