@@ -404,33 +404,28 @@ def _to_impl(name: str, version: int, formats: str) -> Callable[[dict[str, Any]]
 
 def _request(event: dict[str, Any], version: int, rpc_formats: str, seen: dict) -> Any:
     """impl's request for a request event of the trace. A broker's heartbeats often say what an
-    earlier one said: a request whose body holds no list is converted once for all its equals,
-    which share the object (impl never changes an object it is given: impl/messages.py)."""
-    body = event["body"]
-    try:
-        key = ("request", event["api"], version, tuple(body.items()))
-        request = seen.get(key)
-    except TypeError:  # a body with a list in it: converted each time
-        key, request = None, None
-    if request is None:
-        request = _to_impl(event["api"] + "Request", version, rpc_formats)(body)
-        if key is not None:
-            seen[key] = request
-    return request
+    earlier one said: converted once for all its equals, which share the object (impl never
+    changes an object it is given: impl/messages.py)."""
+    return _once(event["api"], "Request", version, rpc_formats, event["body"], seen)
 
 
 def _response(reply: dict[str, Any], rpc_formats: str, seen: dict) -> Any:
     """impl's response for a reply of the trace. Most of a trace's replies say what an earlier one
-    said (a heartbeat's answer, say): one whose body holds no list is converted once for all its
-    equals, which share the object (a response is only compared, never handed to impl)."""
-    body, version = reply["body"], reply["version"]
+    said (a heartbeat's answer, say): converted once for all its equals, which share the object (a
+    response is only compared, never handed to impl)."""
+    return _once(reply["api"], "Response", reply["version"], rpc_formats, reply["body"], seen)
+
+
+def _once(api: str, kind: str, version: int, rpc_formats: str, body: dict[str, Any], seen: dict) -> Any:
+    """impl's ``api`` message of ``kind`` (Request, Response) at ``version`` from ``body``: a body
+    that holds no list is converted once for all its equals in ``seen``."""
     try:
-        key = (reply["api"], version, tuple(body.items()))
-        response = seen.get(key)
+        key = (api, kind, version, tuple(body.items()))
+        message = seen.get(key)
     except TypeError:  # a body with a list in it: converted each time
-        key, response = None, None
-    if response is None:
-        response = _to_impl(reply["api"] + "Response", version, rpc_formats)(body)
+        key, message = None, None
+    if message is None:
+        message = _to_impl(api + kind, version, rpc_formats)(body)
         if key is not None:
-            seen[key] = response
-    return response
+            seen[key] = message
+    return message

@@ -251,10 +251,10 @@ def task_count(traces: int, parallelism: int) -> int:
     return max(parallelism, min(traces // 200, parallelism * 64))
 
 
-def run_job(spark, workload: Workload, out: Path, tasks: int | None = None, tap=None):
-    """Check every seed of ``workload`` on Spark and write ``out/results`` and, when some trace is
-    kept, ``out/traces`` as Parquet, in a few large files; returns the results as a cached DataFrame
-    (the trace column left out). ``tap(row)``, if given, sees each row in its task and returns it."""
+def checked_rows(spark, workload: Workload, tasks: int | None = None, tap=None):
+    """Check every seed of ``workload`` on Spark, in ``tasks`` tasks (by default task_count's): the
+    rows as a DataFrame, computed here and cached. ``tap(row)``, if given, sees each row in its
+    task and returns it."""
     from pyspark import StorageLevel
 
     sc = spark.sparkContext
@@ -265,7 +265,15 @@ def run_job(spark, workload: Workload, out: Path, tasks: int | None = None, tap=
         rows = rows.map(tap)
     frame = spark.createDataFrame(rows, schema=result_schema()).persist(StorageLevel.MEMORY_AND_DISK)
     sc.setJobDescription(f"kraftspec conform: {workload.traces} traces")
-    frame.count()  # every task runs here, in parallel; the writes below read the cached rows
+    frame.count()  # every task runs here, in parallel
+    return frame
+
+
+def run_job(spark, workload: Workload, out: Path, tasks: int | None = None, tap=None):
+    """Check every seed of ``workload`` on Spark (checked_rows) and write ``out/results`` and, when
+    some trace is kept, ``out/traces`` as Parquet, in a few large files, from the cached rows;
+    returns the results as a cached DataFrame (the trace column left out)."""
+    frame = checked_rows(spark, workload, tasks, tap)
     results = frame.drop("trace")
     results.coalesce(_files(workload.traces, RESULTS_PER_FILE)).write.parquet(str(out / "results"))
     kept = frame.where("trace IS NOT NULL").select("seed", "name", "trace")

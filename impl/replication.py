@@ -82,7 +82,6 @@ PARTITION_ORDER = attrgetter("topic.name", "partition_id")
 
 _BY_ID = attrgetter("partition_id")
 _BY_TOPIC_NAME = attrgetter("topic.name")
-_BY_NAME = attrgetter("name")
 
 
 class ReplicationControl:
@@ -333,10 +332,6 @@ class ReplicationControl:
         ``only_reassigning``, only the partitions reassigning in the committed state, found
         through the index and the journal rather than a scan.
         """
-        if not self.journal.batches:  # nothing uncommitted: the live partitions are the committed ones
-            topics = sorted(self.topics.values(), key=_BY_NAME)
-            return [(t.name, t.topic_id, p.partition_id, p.fields()) for t in topics for p in t.partitions
-                    if not only_reassigning or p.reassigning]
         touched = self.journal.touched()
         candidates: set[tuple[UUID, int]] = set()
         if only_reassigning:
