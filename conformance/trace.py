@@ -107,18 +107,20 @@ class Step:
     line: int | None = field(default=None, eq=False, repr=False)  # where a file had it, for messages
 
     def to_json(self) -> dict[str, Any]:
+        """The step's line as a JSON value; its arrays are the step's tuples, which every JSON
+        encoder writes as arrays."""
         line: dict[str, Any] = {
             "type": "step",
             "n": self.n,
             "event": self.event,
             "seq": self.seq,
-            "records": list(self.records),
-            "replies": list(self.replies),
-            "rules": list(self.rules),
-            "rejected_by": list(self.rejected_by),
+            "records": self.records,
+            "replies": self.replies,
+            "rules": self.rules,
+            "rejected_by": self.rejected_by,
         }
         if self.committed is not None:
-            line["committed"] = list(self.committed)
+            line["committed"] = self.committed
         return line
 
 
