@@ -65,9 +65,9 @@ def _count(seeds: range, workload) -> int:
 
 def _spark_leg(master: str, workload, tasks: int, connection) -> None:
     """The body of a Spark leg's process: start a session on ``master``, warm its Python workers
-    and its JVM with a small job, say ``ready`` with the seconds that took, then check
-    ``workload``'s rows in ``tasks`` tasks as conform does each time it is told ``run``,
-    answering the seconds and the rows, until told ``stop``."""
+    and its JVM with a job the size of ``workload`` on other seeds, say ``ready`` with the seconds
+    that took, then check ``workload``'s rows in ``tasks`` tasks as conform does each time it is
+    told ``run``, answering the seconds and the rows, until told ``stop``."""
     spark = None
     try:
         from kraftspec.conformance.spark import _task, checked_rows, session

@@ -118,3 +118,34 @@ def test_the_mutation_checks_refuse_to_run_compiled(build):
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr == "kraftspec: error: the mutation checks change the plain modules' functions: run them without KRAFTSPEC_COMPILED=1\n"
     assert result.stdout == ""
+
+
+# Conform checks 30 seeds, then says which modules ran compiled and how many objects those traces
+# left in reference cycles, which only the cyclic collector frees.
+CYCLES = r"""
+import gc, json
+from kraftspec import compiled
+from kraftspec.conformance.spark import Workload, check_seed
+from kraftspec.conformance.subprocess_adapter import adapter_from_spec
+
+workload, adapter = Workload(31), adapter_from_spec("impl")
+check_seed(0, workload, adapter)
+gc.collect()
+gc.disable()
+gc.set_debug(gc.DEBUG_SAVEALL)
+for seed in range(1, 31):
+    check_seed(seed, workload, adapter)
+gc.collect()
+print(json.dumps([compiled.loaded(), len(gc.garbage)]))
+"""
+
+
+def test_a_compiled_trace_is_freed_when_it_is_done_not_by_the_cyclic_collector(build):
+    # compiled, closures that call one another share one scope object that refers back to them:
+    # replay's helpers were such closures, and kept every trace (some 360 objects) in a cycle
+    result = subprocess.run([sys.executable, "-c", CYCLES], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "KRAFTSPEC_COMPILED": "1", "KRAFTSPEC_COMPILED_DIR": str(build)})
+    assert result.returncode == 0, result.stderr
+    modules, garbage = json.loads(result.stdout)
+    assert "kraftspec.conformance.replay" in modules
+    assert garbage / 30 < 20, f"{garbage / 30:.0f} objects a trace left in reference cycles"

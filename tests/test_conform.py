@@ -2,6 +2,7 @@
 reports, a task that fails once, divergences shrunk with a command that reproduces them, bad input.
 One local session (``local[2,2]``: two cores, a task tried twice) for the whole module."""
 
+import gc
 import json
 import shlex
 import shutil
@@ -13,6 +14,7 @@ import pytest
 from test_shrink import BrokenImpl
 
 from kraftspec.cli import main
+from kraftspec.conformance import spark as spark_module
 from kraftspec.conformance.spark import Workload, check_seeds, run_job, session, slices
 
 MASTER = "local[2,2]"
@@ -43,6 +45,23 @@ def essentials(found: list[dict]) -> list[tuple]:
 def test_slices_cut_the_seeds_into_contiguous_ranges():
     assert slices(range(10, 20), 3) == [range(10, 14), range(14, 17), range(17, 20)]
     assert slices(range(0, 2), 8) == [range(0, 1), range(1, 2)]
+
+
+def test_a_task_runs_the_cyclic_collector_itself_and_gives_it_back_as_it_found_it(monkeypatch):
+    monkeypatch.setattr(spark_module, "COLLECT_EVERY", 2)
+    runs = []
+    monkeypatch.setattr(spark_module.gc, "collect", lambda generation=2: runs.append(generation) or 0)
+    workload = Workload(5, steps=3)
+    for was_enabled in (True, False):
+        runs.clear()
+        (gc.enable if was_enabled else gc.disable)()
+        try:
+            seen = [gc.isenabled() for _ in check_seeds(workload.seeds, workload)]
+            assert seen == [False] * 5  # paused while the task checks its seeds
+            assert runs == [1, 1]  # after the 2nd and the 4th trace, the young generations
+            assert gc.isenabled() == was_enabled
+        finally:
+            gc.enable()
 
 
 def test_the_same_seeds_give_the_same_results_however_the_work_is_cut(spark, tmp_path):
