@@ -701,11 +701,14 @@ def compare(name: str, kafka_runs: list[float], impl_runs: list[float], unit: st
 def bench_kafka(scale: float, out, version: str, profile: str = DEFAULT_PROFILE) -> dict:
     """impl against Apache Kafka's QuorumController: over the protocol, then warm and in process,
     the two interleaved round by round. The walks and impl's controller are of ``profile``."""
+    from kraftspec.bench_stats import busy_warning
+    from kraftspec.bench_stats import load_average as loads_now
     from kraftspec.conformance.generate import walk
     from kraftspec.conformance.subprocess_adapter import SubprocessAdapter, adapter_from_spec
 
     quick = scale < 1
     rounds = 2 if quick else 5
+    seen = [loads_now()[0]]  # the 1-minute load average at the start, after each round and part, at the end
     figures: dict = {"scale": scale, "kafka_version": version, "rounds": rounds, "profile": profile,
                      "load_average": {"start": load_average()}}
     say(out, f"load average {load_average()} (1, 5, 15 minutes) on {os.cpu_count()} cores; "
@@ -728,6 +731,8 @@ def bench_kafka(scale: float, out, version: str, profile: str = DEFAULT_PROFILE)
                 if round_ >= warm_up:
                     runs[name].append(events / (time.perf_counter() - start))
                 figures.setdefault("protocol_events", {})[name] = events
+            if round_ >= warm_up:
+                seen.append(loads_now()[0])
     finally:
         for adapter in servers.values():
             adapter.shutdown()
@@ -756,6 +761,7 @@ def bench_kafka(scale: float, out, version: str, profile: str = DEFAULT_PROFILE)
             results["heartbeats"]["impl"].append(impl_heartbeats(controller, brokers, count))
             results["mix"]["Kafka"].append(kafka.run(f"mix {mix_rounds}"))
             results["mix"]["impl"].append(mix.run(mix_rounds))
+            seen.append(loads_now()[0])
     finally:
         kafka.close()
     for workload, unit in (("heartbeats", "heartbeats/s"), ("mix", "ISR changes/s")):
@@ -771,9 +777,17 @@ def bench_kafka(scale: float, out, version: str, profile: str = DEFAULT_PROFILE)
                 f"{workload}, per CPU second (all of a process's threads: Kafka's controller thread and the one sending)",
                 per_cpu["Kafka"], per_cpu["impl"], unit.replace("/s", "/CPU s"), out, None)
     figures.update(compare_fencing(version, scale, rounds, out, profile))
+    seen.append(loads_now()[0])
     figures.update(compare_snapshot_loading(version, scale, rounds, out, profile))
+    seen.append(loads_now()[0])
     figures["load_average"]["end"] = load_average()
+    figures["loads_seen"] = seen
     say(out, f"load average {load_average()} at the end")
+    busy = busy_warning(seen, "Kafka's JVM and impl's process do not lose the same share of the cores to it, so the "
+                              "ratios above are not what this machine gives when it is free, even where the rounds agree")
+    figures["warnings"] = [busy] if busy else []
+    if busy:
+        say(out, f"warning: {busy}; measure again when the load average stays below {os.cpu_count()}")
     return figures
 
 
@@ -900,9 +914,9 @@ def _help_text() -> tuple[str, str]:
         "measured interleaved, round after round on the same workload, so that a change in the machine's load "
         "falls on all of them alike. Each figure is the median of the rounds, shown with its range (the lowest "
         "and highest round) and its spread; the load average is printed at the start and at the end, and a "
-        "warning says when the rounds spread too widely for a figure to mean anything, or when a ratio is "
-        "beyond what the machine's cores can give. On a machine shared with other work, compare the ratios and "
-        "read the warnings.", 78)
+        "warning says when the rounds spread too widely for a figure to mean anything, when a ratio is "
+        "beyond what the machine's cores can give, or when other work kept the load above the number of cores. "
+        "On a machine shared with other work, compare the ratios and read the warnings.", 78)
     c = CONFORMANCE_GOALS
     targets = [
         ("impl", "impl's controller: heartbeats per second on one core at 10 brokers / 1,000 partitions (goal "

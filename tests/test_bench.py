@@ -45,7 +45,12 @@ def test_bench_conformance_quick_runs_and_writes_every_figure(tmp_path):
         assert f"warning: {warning}" in text
 
 
-def test_bench_kafka_quick_compares_impl_with_kafka_and_writes_every_figure(tmp_path):
+def test_bench_kafka_quick_compares_impl_with_kafka_and_writes_every_figure(tmp_path, monkeypatch):
+    import kraftspec.bench_stats
+
+    # the load this run sees, as if other work ran beside it from the second reading on
+    readings = iter([0.5] + [kraftspec.bench_stats.cores() + 2.0] * 100)
+    monkeypatch.setattr(kraftspec.bench_stats, "load_average", lambda: (next(readings), 0.0, 0.0))
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["bench", "kafka", "--quick", "--json", str(tmp_path / "figures.json")]) == 0
@@ -66,6 +71,12 @@ def test_bench_kafka_quick_compares_impl_with_kafka_and_writes_every_figure(tmp_
     assert figures["fence"]["records"] == 3001  # 1,000 leaderships and 2,000 ISR places left, then the fencing record
     text = out.getvalue()
     assert "load average" in text and "impl/Kafka" in text and "goal at least 0.5" in text
+    # the loads seen: the start, each counted round of the protocol and of the warm workloads, after
+    # fencing and after snapshot loading; above the cores, a warning says the ratios are off
+    assert len(figures["loads_seen"]) == 1 + 2 * figures["rounds"] + 2
+    busy = f"the load average reached {kraftspec.bench_stats.cores() + 2.0:.2f}"
+    assert len(figures["warnings"]) == 1 and figures["warnings"][0].startswith(busy)
+    assert f"warning: {busy}" in text
 
 
 def test_bench_kafka_refuses_a_malformed_release_in_one_line(capsys):
