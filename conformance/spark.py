@@ -26,8 +26,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from itertools import chain
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
