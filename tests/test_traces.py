@@ -1,6 +1,7 @@
 """Traces: the format of spec/traces.md, generation by the model, and replay against the model
 and impl (conformance.trace, .generate, .replay)."""
 
+import gc
 import json
 from importlib.resources import files
 
@@ -160,3 +161,32 @@ def test_a_walks_lines_and_name_do_not_depend_on_the_encoder():
     for line in slow:
         digest.update(b"\n" + line.encode())
     assert trace.name == digest.hexdigest()[:16]
+
+
+def test_a_replay_in_process_pauses_the_cyclic_collector_and_gives_it_back_as_it_found_it():
+    trace = walk(5, 200)  # enough allocation to set off collections, were the collector on
+    replaying, during = [], []
+
+    class Watched(ImplAdapter):
+        def replay_native(self, *arguments):
+            replaying.append(True)
+            try:
+                return super().replay_native(*arguments)
+            finally:
+                replaying.pop()
+
+    def watch(phase, info):
+        if phase == "start" and replaying:
+            during.append(info["generation"])
+
+    gc.callbacks.append(watch)
+    try:
+        for was_enabled in (True, False):
+            (gc.enable if was_enabled else gc.disable)()
+            for level in ("responses", "state", "records"):
+                assert replay(trace, Watched(), level).passed
+            assert during == []  # no collection while the steps were replayed
+            assert gc.isenabled() == was_enabled
+    finally:
+        gc.callbacks.remove(watch)
+        gc.enable()
