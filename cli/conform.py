@@ -95,13 +95,44 @@ def run(args) -> int:
         spark, owned = session(args.master)
     except SparkSetupError as error:
         return _bad(str(error))
+    from py4j.protocol import Py4JError
+
     try:
         if args.exhaustive:
             return _exhaustive(spark, args, out)
         return _conform(spark, workload, args, out)
+    except Py4JError as error:  # the job failed in Spark, or Spark's JVM ended under it
+        owned = owned and _jvm_answers(spark)
+        return _bad(spark_failure(error, out))
     finally:
         if owned:
             spark.stop()
+
+
+def spark_failure(error: Exception, out: Path) -> str:
+    """What to tell the user when Spark fails under the job: its own reason when its JVM can still
+    give one (the first line of the Java exception), otherwise that the JVM ended, whose reason
+    Spark has printed above (an OutOfMemoryError, say)."""
+    reason = None
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        try:
+            reason = str(java.toString()).splitlines()[0]
+        except Exception:  # noqa: BLE001 - the JVM is gone: nothing more to ask it
+            reason = None
+    if reason is None:
+        reason = ("Spark's JVM ended during the job; its reason is in Spark's messages above "
+                  "(for java.lang.OutOfMemoryError, give it more memory: PYSPARK_SUBMIT_ARGS=\"--driver-memory 4g pyspark-shell\")")
+    return f"Spark failed during the job: {reason}. What was written is in {out}, incomplete; run again with another --out"
+
+
+def _jvm_answers(spark) -> bool:
+    """Whether Spark's JVM still answers (after a failure, stopping a dead one only raises again)."""
+    try:
+        spark.sparkContext.getConf()
+        return True
+    except Exception:  # noqa: BLE001 - any failure to answer means it is gone
+        return False
 
 
 def _bad(message: str) -> int:

@@ -64,6 +64,42 @@ def test_a_task_runs_the_cyclic_collector_itself_and_gives_it_back_as_it_found_i
             gc.enable()
 
 
+def test_the_rows_are_cached_on_local_disk_not_in_the_jvms_heap(spark):
+    # a million rows held in the heap ran a driver of Spark's default 1 GB out of memory
+    from pyspark import StorageLevel
+
+    frame = spark_module.checked_rows(spark, Workload(4, steps=3), tasks=2)
+    try:
+        assert frame.storageLevel == StorageLevel.DISK_ONLY and frame.count() == 4
+    finally:
+        frame.unpersist()
+
+
+def test_a_spark_failure_is_told_in_one_line_with_its_reason_or_where_to_find_it(tmp_path):
+    from kraftspec.conform import spark_failure
+
+    class Java:
+        def toString(self):
+            return "org.apache.spark.SparkException: Job aborted due to stage failure\n\tat org.apache.spark..."
+
+    class Failed(Exception):
+        java_exception = Java()
+
+    class Gone:
+        def toString(self):
+            raise ConnectionError("the gateway is closed")
+
+    class Died(Exception):
+        java_exception = Gone()
+
+    told = spark_failure(Failed(), tmp_path)
+    assert told.startswith("Spark failed during the job: org.apache.spark.SparkException: Job aborted due to stage failure.")
+    assert "\n" not in told and str(tmp_path) in told
+    for error in (Died(), ConnectionResetError()):  # the JVM ended: Spark printed why, above
+        told = spark_failure(error, tmp_path)
+        assert "Spark's JVM ended during the job" in told and "--driver-memory" in told and "\n" not in told
+
+
 def test_the_same_seeds_give_the_same_results_however_the_work_is_cut(spark, tmp_path):
     workload = Workload(60, first_seed=100, steps=25)
     run_job(spark, workload, tmp_path / "three", tasks=3).unpersist()
