@@ -6,7 +6,7 @@ from uuid import UUID
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kraftspec.impl.builder import build_change, elect, reassignment_complete
+from kraftspec.impl.builder import build_change, elect, leave_changes, reassignment_complete
 from kraftspec.impl.config import ControllerConfig
 from kraftspec.impl.controller import Controller
 from kraftspec.impl.errors import Error
@@ -21,7 +21,7 @@ from kraftspec.impl.messages import (
     TopicRecord,
     UnregisterBrokerRequest,
 )
-from kraftspec.impl.replication import ReplicationControl
+from kraftspec.impl.replication import Partition, ReplicationControl, Topic
 
 T = UUID(int=7)
 FEATURES = (BrokerRegistrationRequest.Feature(name="metadata.format", min_supported_version=1, max_supported_version=1),)
@@ -152,6 +152,47 @@ def test_builder_elects_in_preferred_order_and_completes_reassignments():
     assert (record.isr, record.leader, record.replicas, record.removing_replicas, record.adding_replicas) == (
         (3, 4, 5), 3, (3, 4, 5), (), ())
     assert build_change(p, lambda b: True, lambda b: True) is None  # nothing changes: no record
+
+
+brokers = st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True).map(tuple)
+
+
+@st.composite
+def partitions_holding(draw, broker_id: int):
+    """Partitions whose replicas include ``broker_id``, with any ISR (``broker_id`` in it or not),
+    leader and reassignment."""
+    topic = Topic("t", T)
+    for index in range(draw(st.integers(1, 8))):
+        replicas = draw(brokers.filter(lambda r: broker_id in r))
+        isr = tuple(b for b in replicas if draw(st.booleans()))
+        removing = draw(st.sampled_from([(), tuple(replicas[:1])]))
+        adding = draw(st.sampled_from([(), tuple(replicas[-1:])])) if not removing or len(replicas) > 1 else ()
+        leader = draw(st.sampled_from([-1, *isr]))
+        topic.partitions.append(Partition(topic, index, replicas, isr, removing, adding, leader, 0, 0))
+    return topic.partitions
+
+
+@given(partitions_holding(2), st.frozensets(st.integers(0, 5)), st.frozensets(st.integers(0, 5)),
+       st.sampled_from(["adding-in-sync", "target-in-sync", "adding-in-sync-whole-target-when-shrinking"]), st.booleans())
+def test_a_broker_leaving_its_isrs_changes_each_partition_as_the_one_builder_does(partitions, staying, eligible, completes, bump):
+    """PART-6, PART-8, SHUT-2: leave_changes decides the partitions that are not being reassigned
+    itself; its records are those build_change gives partition by partition, the ISR without the
+    broker (a sole place kept, DEC-8)."""
+    leaving = 2
+
+    def stays(b):
+        return b != leaving and b in staying
+
+    def may_lead(b):
+        return b != leaving and b in eligible
+
+    expected = []
+    for p in (p for p in partitions if leaving in p.isr):
+        isr = p.isr if p.isr == (leaving,) else tuple(b for b in p.isr if b != leaving)
+        record = build_change(p, stays, may_lead, isr=isr, completes=completes, bump_on_removal=bump)
+        if record is not None:
+            expected.append(record)
+    assert leave_changes(partitions, leaving, stays, may_lead, completes=completes, bump_on_removal=bump) == expected
 
 
 # ---- the controller ---------------------------------------------------------------------------
