@@ -313,9 +313,9 @@ def _from_json_source(function: str, fields, version: int, path: str, namespace,
             counter[0] += 1
             inner = f"_b{counter[0]}"
             helpers.append(_from_json_source(inner, field["fields"], version, f"{path}.{kind[2:]}", namespace, counter, resolve))
-            expr = f"tuple({inner}(x) for x in v)"
+            expr = f"tuple([{inner}(x) for x in v])"
         elif kind.startswith("[]"):
-            expr = "tuple(text_uuid(x) for x in v)" if kind[2:] == "uuid" else "tuple(v)"
+            expr = "tuple([text_uuid(x) for x in v])" if kind[2:] == "uuid" else "tuple(v)"
         elif kind == "uuid":
             expr = "text_uuid(v)"
         elif kind == "bytes":
@@ -336,8 +336,9 @@ def _from_json_source(function: str, fields, version: int, path: str, namespace,
         if simple:
             call = ", ".join(f"{attr}=d[{name!r}]" for name, attr, _ in arguments)
             body = f"    try:\n        return {cls_name}({call})\n    except KeyError:\n        pass\n"
-        else:
-            call = ", ".join(f"{attr}=_x{counter[0]}_{attr}(d[{name!r}])" for name, attr, _ in arguments)
+        else:  # a field taken as it is needs no converter: ``None if v is None else v`` is v
+            call = ", ".join(f"{attr}=d[{name!r}]" if expr == "v" else f"{attr}=_x{counter[0]}_{attr}(d[{name!r}])"
+                             for name, attr, expr in arguments)
             body = f"    try:\n        return {cls_name}({call})\n    except KeyError:\n        pass\n"
         fallback = "\n".join(lines) or "    pass"
         return "\n".join(helpers) + f"\ndef {function}(d):\n{body}    k = {{}}\n{fallback}\n    return {cls_name}(**k)\n"
