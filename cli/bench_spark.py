@@ -13,8 +13,8 @@ start-up is reported apart. Only one SparkContext may live in a process, so each
 in a process of its own (spawned, so that it shares nothing with this one) which stays up between
 rounds and runs a job when told to; before each job it runs a small one of one trace a task, which
 starts the Python workers again (Spark ends one that has been idle for a minute) and is timed: it is
-what a job costs whatever its size, which the projection of a million traces counts once per wave
-of that job's tasks rather than once per few thousand traces. The ratios are medians of the rounds'
+what a job costs whatever its size, which the projection of a million traces counts once rather
+than once per few thousand traces, adding what starting that job's further tasks costs. The ratios are medians of the rounds'
 ratios, and a ratio that two workers cannot give (local[2] more than twice as fast as one process)
 is flagged as noise.
 """
@@ -173,7 +173,7 @@ class SparkLeg:
 
 
 def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
-    from kraftspec.conformance.spark import Workload, java_major, slices, task_count
+    from kraftspec.conformance.spark import TASK_START_SECONDS, Workload, java_major, slices, task_count
 
     java_major()  # no Java, or too old a one: SparkSetupError, before anything starts
     quick = scale < 1
@@ -282,16 +282,18 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
           f"two workers on {cores()} cores")
     ratio("of_pool", "local[2] against the 2-process pool", ratios(pool_runs, local2), GOAL_OF_POOL, OF_POOL_BOUND,
           "Spark runs the pool's work on the same two workers, with its scheduling on top", form="{:.0%}")
-    # a job's cost is what it pays once (the small job of one trace a task: scheduling, the tasks'
-    # start, the count) and what it pays per trace; the million-trace job pays the first once per
-    # wave of its tasks (counting the job's own share each time too: a projection on the safe side)
+    # a job's cost is what it pays once (the small job of one trace a task: scheduling, its tasks'
+    # start, the counts) and what it pays per trace; the million-trace job pays the first once, and
+    # starts more tasks than this one, one wave after another on the workers
     fixed = figures["fixed_seconds"]["Spark local[2]"]
-    waves = task_count(GOAL_TRACES, WORKERS) / len(cut)
-    projected = [(GOAL_TRACES * (seconds - once) / traces + once * waves) / 60
+    more_tasks = task_count(GOAL_TRACES, WORKERS) - len(cut)
+    starts = more_tasks * TASK_START_SECONDS / WORKERS
+    projected = [(once + GOAL_TRACES * (seconds - once) / traces + starts) / 60
                  for seconds, once in zip(local2, fixed, strict=True)]
-    say(out, f"a job of one trace a task on local[2] took {summary(fixed)['median']:.2f} s (median): the cost a job "
-        f"pays whatever its size; the projection below counts it once per wave of the million-trace job's "
-        f"{task_count(GOAL_TRACES, WORKERS)} tasks ({waves:.0f} waves) and counts the rest per trace")
+    say(out, f"a job of one trace a task on local[2] took {summary(fixed)['median']:.2f} s (median): what a job costs "
+        f"whatever its size, counted once in the projection below, which adds the start of the million-trace job's "
+        f"{more_tasks} further tasks ({TASK_START_SECONDS * 1000:.0f} ms each, {starts:.1f} s on {WORKERS} workers) "
+        f"and counts the rest per trace")
     ratio("projected_minutes", f"{GOAL_TRACES:,} traces of {workload.steps} events on local[2], projected from "
           f"{traces:,} (minutes)", projected, GOAL_MINUTES, None, "", form="{:.1f}", higher_is_better=False)
     busy = busy_warning([start_load[0], *figures["round_load"], end_load[0]],

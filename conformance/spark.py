@@ -244,6 +244,11 @@ def result_schema() -> str:
     return ", ".join(f"{name} {kind}" for name, kind in RESULT_FIELDS)
 
 
+TASK_START_SECONDS = 0.04
+"""What Spark spends starting a task on local mode, its Python worker up (measured on 2026-11-25,
+over a Unix socket): what each task beyond the first wave adds to a job."""
+
+
 def task_count(traces: int, parallelism: int) -> int:
     """The tasks run_job cuts ``traces`` into on ``parallelism`` cores: about 200 traces a task (a
     progress bar that moves, retries that cost little), at most 64 a core (Spark spends some 40 ms

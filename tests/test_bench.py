@@ -180,12 +180,12 @@ def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sess
     assert figures["speedup"]["runs"] == [s / l for s, l in zip(single, local2, strict=True)]
     assert figures["speedup"]["goal"] == 1.7 and figures["of_pool"]["goal"] == 0.9
     assert figures["projected_minutes"]["goal"] == 20
-    # the projection counts a small job's time (one trace a task) once per wave of the million-trace
-    # job's 128 tasks, and the rest of each round's time per trace
+    # the projection counts a small job's time (one trace a task) once, the start of the million-trace
+    # job's 126 further tasks (40 ms each, on 2 workers), and the rest of each round's time per trace
     fixed = figures["fixed_seconds"]["Spark local[2]"]
     assert len(fixed) == rounds and all(0 < f < s for f, s in zip(fixed, local2, strict=True))
     assert figures["projected_minutes"]["runs"] == pytest.approx(
-        [(1_000_000 * (s - f) / figures["traces"] + f * 64) / 60 for s, f in zip(local2, fixed, strict=True)])
+        [(f + 1_000_000 * (s - f) / figures["traces"] + 126 * 0.04 / 2) / 60 for s, f in zip(local2, fixed, strict=True)])
     assert len(figures["load_average"]["start"]) == len(figures["load_average"]["end"]) == 3
     text = out.getvalue()
     assert "round 1 of 2" in text and "round 2 of 2" in text and "load average" in text
