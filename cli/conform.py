@@ -123,7 +123,7 @@ def spark_failure(error: Exception, out: Path) -> str:
     if reason is None:
         reason = ("Spark's JVM ended during the job; its reason is in Spark's messages above "
                   "(for java.lang.OutOfMemoryError, give it more memory: PYSPARK_SUBMIT_ARGS=\"--driver-memory 4g pyspark-shell\")")
-    return f"Spark failed during the job: {reason}. What was written is in {out}, incomplete; run again with another --out"
+    return f"Spark failed during the job: {reason}. Anything written to {out} is incomplete; run again with another --out"
 
 
 def _jvm_answers(spark) -> bool:
@@ -190,6 +190,14 @@ class _TaskProgress:
             sys.stderr.write("\n")
 
     def _loop(self) -> None:
+        from py4j.protocol import Py4JError
+
+        try:
+            self._follow()
+        except Py4JError:  # Spark's JVM ended under the job, which tells the user so
+            return
+
+    def _follow(self) -> None:
         while not self.stop.wait(0.5):
             if self.stage is None:
                 active = sorted(self.tracker.getActiveStageIds())

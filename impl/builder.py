@@ -130,11 +130,10 @@ def leave_changes(
 
     The predicates ask about brokers, whose registrations and leases these changes leave alone, so
     each is asked once per broker; and the changes are independent (each partition changes once),
-    so they may all be decided before any is replayed. A partition that is not being reassigned is
-    decided here, as :func:`build_change` decides it: nothing completes and its replica lists stand;
-    its leader stays if it is another broker, in sync and allowed to stay (PART-3), else the first
-    eligible in-sync replica in replica order leads (PART-4), or nobody. A reassigning partition goes
-    through :func:`build_change`."""
+    so they may all be decided before any is replayed. The common case is decided here: a partition
+    that is not being reassigned (so nothing completes and its replica lists stand) and whose leader
+    stays, being another broker, in sync and allowed to stay (PART-3), changes its ISR only. Every
+    other partition, a leadership to elect above all, goes through :func:`build_change`."""
     records = []
     stays = functools.cache(stays)
     eligible = functools.cache(eligible)
@@ -146,20 +145,17 @@ def leave_changes(
         new_isr = without.get(isr)
         if new_isr is None:
             new_isr = without[isr] = isr if len(isr) == 1 else tuple([b for b in isr if b != broker_id])
-        if partition.adding_replicas or partition.removing_replicas:
-            record = build_change(partition, stays, eligible, isr=new_isr, completes=completes, bump_on_removal=bump_on_removal)
-            if record is not None:
-                records.append(record)
-            continue
-        # not reassigning: the replica lists stand, the leader stays or is elected in replica order
-        changed_isr = new_isr != isr  # unchanged only where the broker's was the sole place
         leader = partition.leader
-        if leader == NO_LEADER or leader not in new_isr or not stays(leader):
-            leader = elect(partition.replicas, new_isr, eligible)
-        if changed_isr or leader != partition.leader:  # else nothing changes
-            records.append(PartitionChangeRecord(
-                partition_id=partition.partition_id, topic_id=partition.topic.topic_id,
-                isr=new_isr if changed_isr else None,
-                leader=NO_LEADER_CHANGE if leader == partition.leader else leader,
-            ))
+        if (
+            leader != NO_LEADER and leader in new_isr and stays(leader)
+            and not partition.adding_replicas and not partition.removing_replicas
+        ):
+            if new_isr is not isr:  # else nothing changes
+                records.append(PartitionChangeRecord(
+                    partition_id=partition.partition_id, topic_id=partition.topic.topic_id, isr=new_isr,
+                ))
+            continue
+        record = build_change(partition, stays, eligible, isr=new_isr, completes=completes, bump_on_removal=bump_on_removal)
+        if record is not None:
+            records.append(record)
     return records

@@ -100,6 +100,20 @@ def test_a_spark_failure_is_told_in_one_line_with_its_reason_or_where_to_find_it
         assert "Spark's JVM ended during the job" in told and "--driver-memory" in told and "\n" not in told
 
 
+def test_a_spark_failure_during_the_job_ends_conform_in_one_line_with_status_2(spark, tmp_path, monkeypatch, capsys):
+    from py4j.protocol import Py4JNetworkError
+
+    def dies(*arguments, **keywords):
+        raise Py4JNetworkError("Answer from Java side is empty")
+
+    monkeypatch.setattr(spark_module, "run_job", dies)
+    assert main(["conform", "--traces", "4", "--steps", "3", "--master", MASTER, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "kraftspec conform: Spark failed during the job: Spark's JVM ended during the job" in err
+    assert "Traceback" not in err
+    assert spark.sparkContext.getConf().get("spark.master") == MASTER  # a session conform did not start is left up
+
+
 def test_the_same_seeds_give_the_same_results_however_the_work_is_cut(spark, tmp_path):
     workload = Workload(60, first_seed=100, steps=25)
     run_job(spark, workload, tmp_path / "three", tasks=3).unpersist()
