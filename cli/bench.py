@@ -347,6 +347,7 @@ def bench_conformance(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict
     under ``profile``; the six legs measured interleaved, round by round (bench_stats), each figure
     the median of the rounds."""
     from kraftspec.bench_stats import busy_warning, interleaved, load_average, load_line, loads_seen, noise_warning, show, summary
+    from kraftspec.bench_stats import machine_speed, speed_line, speed_warning
     from kraftspec.bench_stats import verdict as rounds_verdict
     from kraftspec.conformance.adapters import ImplAdapter
     from kraftspec.conformance.generate import walk
@@ -359,7 +360,10 @@ def bench_conformance(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict
     seeds, steps = range(max(4, int(200 * scale))), 200
     line, start_load = load_line("at the start")
     say(out, line)
-    figures: dict = {"scale": scale, "profile": profile, "rounds": rounds, "load_average": {"start": start_load}}
+    speeds = [machine_speed()]
+    say(out, speed_line(speeds[0], "at the start"))
+    figures: dict = {"scale": scale, "profile": profile, "rounds": rounds, "load_average": {"start": start_load},
+                     "machine_speed": speeds}
 
     def generate() -> list:
         traces = [walk(seed, steps, config=config) for seed in seeds]
@@ -417,8 +421,9 @@ def bench_conformance(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict
         def told(round_: int, order: list[str], rates: dict[str, float]) -> None:
             load = load_average()[0]
             figures.setdefault("round_load", []).append(load)
+            speeds.append(machine_speed())
             say(out, f"  round {round_ + 1} of {rounds}: " + ", ".join(f"{key.replace('_', ' ')} {rates[key]:,.0f}" for key in order)
-                + f" events/s (load average {load:.2f})")
+                + f" events/s (load average {load:.2f}, machine speed {speeds[-1]:.2f})")
 
         runs = interleaved(legs, rounds, told)
     finally:
@@ -444,10 +449,13 @@ def bench_conformance(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict
         figures[key] = figure
     busy = busy_warning([start_load[0], *figures["round_load"], end_load[0]],
                         "the figures above are lower than this machine gives when it is free, even where the rounds agree")
-    if busy is not None:
-        warnings.append(busy)
-        say(out, f"warning: {busy}")
+    speeds.append(machine_speed())
+    for warning in (busy, speed_warning(speeds)):
+        if warning is not None:
+            warnings.append(warning)
+            say(out, f"warning: {warning}")
     say(out, line)
+    say(out, speed_line(speeds[-1], "at the end"))
     if warnings:
         say(out, f"{len(warnings)} warning(s): those figures are not a fair measurement of this machine; measure "
                  "again when the load average stays below its number of cores")
@@ -916,7 +924,12 @@ def _help_text() -> tuple[str, str]:
         "and highest round) and its spread; the load average is printed at the start and at the end, and a "
         "warning says when the rounds spread too widely for a figure to mean anything, when a ratio is "
         "beyond what the machine's cores can give, or when other work kept the load above the number of cores. "
-        "On a machine shared with other work, compare the ratios and read the warnings.", 78)
+        "On a machine shared with other work, compare the ratios and read the warnings.", 78) + "\n\n" + textwrap.fill(
+        "The conformance and spark targets also print the machine's speed at the start, after each round and at "
+        "the end: thousands of loops a second of a fixed piece of plain Python that does not change from one "
+        "kraftspec version to the next. It shows what the load average cannot, such as other virtual machines "
+        "slowing this one (a warning says when it moved during the run), and it makes figures from different "
+        "machines or days comparable: the documents that quote figures quote the speed they were measured at.", 78)
     c = CONFORMANCE_GOALS
     targets = [
         ("impl", "impl's controller: heartbeats per second on one core at 10 brokers / 1,000 partitions (goal "

@@ -36,10 +36,13 @@ from kraftspec.bench_stats import (
     load_average,
     load_line,
     loads_seen,
+    machine_speed,
     noise_warning,
     ratios,
     say,
     show,
+    speed_line,
+    speed_warning,
     summary,
     verdict,
 )
@@ -187,12 +190,14 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
     cut = slices(workload.seeds, max(WORKERS, -(-traces // per_task)))
     line, start_load = load_line("at the start")
     say(out, line)
+    speeds = [machine_speed()]
+    say(out, speed_line(speeds[0], "at the start"))
     say(out, f"the workload: {traces:,} traces of {workload.steps} events (walk + replay against impl, level records), "
         f"in {len(cut)} slices; the Spark legs make each trace's row into the cached DataFrame conform writes its "
         f"results from; measured {rounds} times each way, interleaved: each round runs all four ways on the "
         "same seeds, in an order rotated from round to round")
     figures: dict = {"traces": traces, "steps": workload.steps, "profile": profile, "rounds": rounds, "cores": cores(),
-                     "load_average": {"start": start_load}}
+                     "load_average": {"start": start_load}, "machine_speed": speeds}
 
     pool = get_context("fork").Pool(2)  # forked before any session starts: no JVM in this process to copy
     sessions: dict[str, SparkLeg] = {}
@@ -228,8 +233,9 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
         def told(round_: int, order: list[str], seconds: dict[str, float]) -> None:
             load = load_average()[0]
             figures.setdefault("round_load", []).append(load)
+            speeds.append(machine_speed())
             say(out, f"  round {round_ + 1} of {rounds}: " + ", ".join(f"{name} {seconds[name]:.1f} s" for name in order)
-                + f" (load average {load:.2f})")
+                + f" (load average {load:.2f}, machine speed {speeds[-1]:.2f})")
 
         # local[2] between the two legs it is compared with: rotated, it runs next to each of them in
         # three rounds of four, so that a round's two figures of a ratio are measured close together
@@ -299,14 +305,17 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
     busy = busy_warning([start_load[0], *figures["round_load"], end_load[0]],
                         "one worker and two do not lose the same share of the cores to it, so the ratios above "
                         "are not what this machine gives when it is free, even where the rounds agree")
-    if busy is not None:
-        warnings.append(busy)
-        say(out, f"warning: {busy}")
+    speeds.append(machine_speed())
+    for warning in (busy, speed_warning(speeds)):
+        if warning is not None:
+            warnings.append(warning)
+            say(out, f"warning: {warning}")
     say(out, line)
+    say(out, speed_line(speeds[-1], "at the end"))
     if warnings:
         say(out, f"{len(warnings)} warning(s): the figures above are not a fair measurement of this machine "
-            f"(a busy machine, a rounds' spread over {NOISY:.0%} or an impossible ratio); measure again when the load average stays "
-            f"below {cores()}")
+            f"(a busy machine, a machine whose speed moved, a rounds' spread over {NOISY:.0%} or an impossible ratio); "
+            f"measure again when the load average stays below {cores()}")
     figures["warnings"] = warnings
     return figures
 

@@ -7,12 +7,21 @@ its range; a ratio between two legs is the median of the rounds' ratios (each ro
 were measured minutes apart at most, under about the same load). The load average is read at the
 start and at the end, and a warning says, in plain words, when the rounds spread too widely for a
 figure to mean anything, or when a round gave a ratio the machine's cores cannot produce.
+
+The load average says how much other work ran inside this machine. It does not see a virtual
+machine's host: other guests on the same cores slow every process here while the load stays low.
+So the benchmarks also time a fixed piece of plain Python, the same from one kraftspec version to the
+next, at the start, after every round and at the end (:func:`machine_speed`): its rate says how fast
+this machine ran plain Python at that moment, and a warning says when it moved during the run. Its
+readings also make figures measured on different days or machines comparable: the documents that
+quote a benchmark's figures quote it beside them.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import time
 from collections.abc import Callable, Sequence
 
 NOISY = 0.25
@@ -48,6 +57,54 @@ def load_line(when: str) -> tuple[str, tuple[float, float, float]]:
     busy = load[0] > cores()
     note = f" (more than the {cores()} cores: other work competes with the measurement)" if busy else ""
     return f"load average {show_load(load)} (1, 5, 15 minutes) {when}, on {cores()} cores{note}", load
+
+
+class _Cell:
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: int, value: int) -> None:
+        self.key, self.value = key, value
+
+
+def _reference_loop() -> int:
+    """One loop of the reference work: small objects made, indexed, sorted and formatted."""
+    cells = [_Cell(i, i * 7 % 13) for i in range(100)]
+    index = {cell.key: cell for cell in cells}
+    total = 0
+    for cell in sorted(cells, key=lambda c: (c.value, c.key)):
+        total += index[cell.key].value + len(f"{cell.key}:{cell.value}")
+    return total
+
+
+def machine_speed(seconds: float = 0.2) -> float:
+    """How fast this machine runs plain Python now: thousands of loops a second of a fixed piece of
+    work (:func:`_reference_loop`: calls, attribute and dict access, small objects, a sort, string
+    formatting) that does not change with kraftspec's code, run for about ``seconds``."""
+    loops, started = 0, time.perf_counter()
+    deadline = started + seconds
+    while True:
+        for _ in range(20):
+            _reference_loop()
+        loops += 20
+        now = time.perf_counter()
+        if now >= deadline:
+            return round(loops / (now - started) / 1000, 2)
+
+
+def speed_line(speed: float, when: str) -> str:
+    return f"machine speed {speed:.2f} thousand reference loops/s {when} (a fixed piece of plain Python; see bench --help)"
+
+
+def speed_warning(speeds: Sequence[float], limit: float = NOISY) -> str | None:
+    """A warning when the machine's own speed (:func:`machine_speed`, read at the start, after each
+    round and at the end) moved by more than ``limit`` during the run, else None."""
+    figure = summary(speeds)
+    if not noisy(figure, limit):
+        return None
+    return (f"the machine's own speed, a fixed piece of plain Python timed between the rounds, moved from "
+            f"{figure['min']:.2f} to {figure['max']:.2f} thousand loops/s during the run (spread {figure['spread']:.0%}): "
+            "something this machine's load average does not show (other virtual machines on the same host, say) "
+            "changed its speed, so rounds measured at different moments are not comparable; run it again later")
 
 
 def summary(values: Sequence[float]) -> dict:

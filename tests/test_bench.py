@@ -40,6 +40,11 @@ def test_bench_conformance_quick_runs_and_writes_every_figure(tmp_path):
     text = out.getvalue()
     assert "round 1 of 2" in text and "round 2 of 2" in text and "goal 30,000" in text
     assert "load average" in text and "at the start" in text and "at the end" in text
+    # the machine's speed, read at the start, after each round and at the end, printed as read
+    speeds = figures["machine_speed"]
+    assert len(speeds) == rounds + 2 and all(speed > 0 for speed in speeds)
+    assert f"machine speed {speeds[0]:.2f} thousand reference loops/s at the start" in text
+    assert f"machine speed {speeds[1]:.2f})" in text and f"machine speed {speeds[-1]:.2f} thousand" in text
     # it says how it runs the model, and where its goals are written, which a test below checks
     assert "modules: plain Python" in text and figures["compiled"] is False
     assert 'goals, and the figures measured before: conformance/README.md, section "Throughput: kraftspec bench conformance"' in text
@@ -153,6 +158,11 @@ def test_the_stats_warn_of_a_wide_spread_and_of_ratios_two_workers_cannot_give()
     from kraftspec.bench_stats import busy_warning, cores
 
     assert busy_warning([0.0, float(cores())], "so what") is None  # no more work than cores
+    from kraftspec.bench_stats import speed_warning
+
+    assert speed_warning([9.0, 9.4, 8.9, 9.6]) is None  # a machine whose speed held
+    moved = speed_warning([9.0, 9.4, 6.1, 9.6])  # a host that slowed this machine during one round
+    assert "moved from 6.10 to 9.60 thousand loops/s" in moved and "spread 38%" in moved
     busy = busy_warning([0.5, cores() + 3.5, 1.0], "the ratios are off")
     assert f"reached {cores() + 3.5:.2f} on {cores()} cores" in busy and busy.endswith("the ratios are off")
     assert verdict(steady, 1.7) == "met"
@@ -187,7 +197,9 @@ def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sess
     assert figures["projected_minutes"]["runs"] == pytest.approx(
         [(f + 1_000_000 * (s - f) / figures["traces"] + 126 * 0.04 / 2) / 60 for s, f in zip(local2, fixed, strict=True)])
     assert len(figures["load_average"]["start"]) == len(figures["load_average"]["end"]) == 3
+    assert len(figures["machine_speed"]) == rounds + 2 and all(speed > 0 for speed in figures["machine_speed"])
     text = out.getvalue()
+    assert f"machine speed {figures['machine_speed'][0]:.2f} thousand reference loops/s at the start" in text
     assert "round 1 of 2" in text and "round 2 of 2" in text and "load average" in text
     assert "at the start" in text and "at the end" in text
     assert "local[2] against one process" in text and "goal 1.70x" in text
@@ -241,3 +253,17 @@ def test_bench_spark_without_java_says_so_in_one_line_and_starts_nothing(tmp_pat
     err = capsys.readouterr().err
     assert "Java was not found" in err and "Traceback" not in err
     assert multiprocessing.active_children() == []
+
+
+def test_the_machine_speed_is_a_fixed_piece_of_work_timed_for_about_the_time_asked():
+    """The reference work does the same thing every time, whatever kraftspec's code is, and the
+    probe times it for about the time asked, so that its rate can be compared across runs."""
+    import time
+
+    from kraftspec.bench_stats import _reference_loop, machine_speed
+
+    assert len({_reference_loop() for _ in range(3)}) == 1
+    started = time.perf_counter()
+    speed = machine_speed(0.05)
+    took = time.perf_counter() - started
+    assert speed > 0 and took >= 0.05
