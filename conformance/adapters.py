@@ -27,7 +27,7 @@ from kraftspec.model.formats import FORMATS as MODEL_FORMATS
 from kraftspec.model.formats import record_version
 from kraftspec.spec.profiles import DEFAULT_PROFILE, profile, profile_names
 
-from .jsonform import compiled_from_json, fast_from_json, fast_to_json, newest_version, qualified, schema_of
+from .jsonform import compiled_from_json, fast_from_json, fast_to_json, in_versions, newest_version, qualified, schema_of
 
 
 class Adapter(Protocol):
@@ -363,18 +363,19 @@ def _compile_step(step, level: str, formats: str = "seed-000", rpc_formats: str 
     its records of the record formats ``formats`` (DEC-22), its messages of ``rpc_formats`` (DEC-9).
     ``seen`` keeps, for the trace being compiled, the committed records already converted, by the
     identity of their neutral form: a recorded trace shares one form among the committed states it
-    appears in (committed_of), and the trace keeps them all alive while it is compiled; and the
-    requests and responses already converted, by their content (_request, _response)."""
+    appears in (committed_of), and the trace keeps them all alive while it is compiled. Requests and
+    responses already converted are kept by their content, across traces (_once)."""
     event = step.event
     kind = event["kind"]
     version = 0
     seen = {} if seen is None else seen
     if kind == "request":
         version = event["version"]
-        payload = _request(event, version, rpc_formats, seen)
+        payload = _once(event["api"], "Request", version, rpc_formats, event["body"])
     else:
         payload = event.get("now_ms", event.get("offset"))
-    replies = [(r["seq"], r["version"], _response(r, rpc_formats, seen)) for r in step.replies]
+    replies = [(r["seq"], r["version"], _once(r["api"], "Response", r["version"], rpc_formats, r["body"]))
+               for r in step.replies]
     records = frames = None
     if level == "records":
         if step.records and all("frame" in r for r in step.records):
@@ -402,30 +403,33 @@ def _to_impl(name: str, version: int, formats: str) -> Callable[[dict[str, Any]]
     return compiled_from_json(qualified(name, formats), version, make_impl)
 
 
-def _request(event: dict[str, Any], version: int, rpc_formats: str, seen: dict) -> Any:
-    """impl's request for a request event of the trace. A broker's heartbeats often say what an
-    earlier one said: converted once for all its equals, which share the object (impl never
-    changes an object it is given: impl/messages.py)."""
-    return _once(event["api"], "Request", version, rpc_formats, event["body"], seen)
+MESSAGES_KEPT = 20_000
+"""How many converted messages :func:`_once` keeps before it starts afresh."""
+
+_MESSAGES: dict[tuple, Any] = {}
 
 
-def _response(reply: dict[str, Any], rpc_formats: str, seen: dict) -> Any:
-    """impl's response for a reply of the trace. Most of a trace's replies say what an earlier one
-    said (a heartbeat's answer, say): converted once for all its equals, which share the object (a
-    response is only compared, never handed to impl)."""
-    return _once(reply["api"], "Response", reply["version"], rpc_formats, reply["body"], seen)
+@functools.cache
+def _flat(api: str, kind: str, version: int, rpc_formats: str) -> bool:
+    """Whether the ``api`` message of ``kind`` has only scalar fields at ``version`` (no array, no
+    struct): its neutral form is then a dict of hashable values."""
+    fields = schema_of(qualified(api + kind, rpc_formats))["fields"]
+    return not any(f["type"].startswith("[]") or "fields" in f for f in fields if in_versions(f["versions"], version))
 
 
-def _once(api: str, kind: str, version: int, rpc_formats: str, body: dict[str, Any], seen: dict) -> Any:
-    """impl's ``api`` message of ``kind`` (Request, Response) at ``version`` from ``body``: a body
-    that holds no list is converted once for all its equals in ``seen``."""
-    try:
-        key = (api, kind, version, tuple(body.items()))
-        message = seen.get(key)
-    except TypeError:  # a body with a list in it: converted each time
-        key, message = None, None
+def _once(api: str, kind: str, version: int, rpc_formats: str, body: dict[str, Any]) -> Any:
+    """impl's ``api`` message of ``kind`` (Request, Response) at ``version`` from ``body``. Most
+    messages say what an earlier one said, in this trace or another (a broker's heartbeat, its
+    answer): a message of scalar fields only is converted once for all its equals, which share the
+    object (impl never changes an object it is given, impl/messages.py, and a response is only
+    compared), among the last MESSAGES_KEPT or so converted in this process."""
+    if not _flat(api, kind, version, rpc_formats):
+        return _to_impl(api + kind, version, rpc_formats)(body)
+    key = (api, kind, version, rpc_formats, tuple(body.items()))
+    message = _MESSAGES.get(key)
     if message is None:
         message = _to_impl(api + kind, version, rpc_formats)(body)
-        if key is not None:
-            seen[key] = message
+        if len(_MESSAGES) >= MESSAGES_KEPT:
+            _MESSAGES.clear()
+        _MESSAGES[key] = message
     return message

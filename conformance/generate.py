@@ -100,7 +100,7 @@ class FaultySimulation(Simulation):
 
     def actions(self):
         options = super().actions()
-        faults, image = self.faults, self.state.image
+        faults, image, facts = self.faults, self.state.image, self.facts()
         if "duplicate-broker" in faults and image.brokers:
             options.append((0.4, self.impostor))
         if "stale-epoch" in faults and self.old_epochs:
@@ -111,14 +111,14 @@ class FaultySimulation(Simulation):
             options.append((0.6, self.failover))
         if "malformed" in faults:
             options.append((0.6, self.malformed))
-        if "faulty-leader" in faults and (self.views or any(p.leader in image.brokers for p in image.partitions.values())):
+        if "faulty-leader" in faults and (self.views or facts.led):
             options.append((0.8, self.faulty_alter_isr))
         if "operator-mistakes" in faults:
             options.append((0.5, self.operator_mistake))
-        topic = image.topic_named(TOPIC)
+        topic = facts.topic
         if topic is not None:
             topic_id = topic.topic_id
-            moving = any(p.is_reassigning for p in image.partitions.values() if p.topic_id == topic_id)
+            moving = facts.moving and any(p.is_reassigning for p in image.partitions.values() if p.topic_id == topic_id)
             options.append((0.6 if moving else 0.2, self.delete_and_recreate))
             options.append((0.3, self.list_reassignments))
         return options

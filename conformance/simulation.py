@@ -34,7 +34,7 @@ from kraftspec.model.messages import (
     ReassignableTopic,
     UnregisterBrokerRequest,
 )
-from kraftspec.model.state import ControllerState, Partition
+from kraftspec.model.state import ControllerState, MetadataImage, Partition, Topic
 
 TOPIC = "orders"
 # the broker states the simulation asks about at every step, looked up once (an enum member's
@@ -55,6 +55,37 @@ def features_of(config) -> tuple[Feature, ...]:
 def older_features(config) -> tuple[Feature, ...]:
     """What a broker of an older release supports: one level below each finalized feature."""
     return tuple(Feature(f.name, max(f.min_level - 1, 0), max(f.min_level - 1, 0)) for f in config.finalized_features)
+
+
+class ImageFacts:
+    """What the simulation's weights ask of the controller's metadata image, worked out once per
+    image. The model never changes an image in place (a change makes a new one), and most steps (a
+    heartbeat that changes no membership, a tick, a commit) leave it as it was, so the facts of the
+    step before stand. Those only some steps ask for are worked out when first asked."""
+
+    __slots__ = ("image", "topic", "moving", "_in_sync", "_led")
+
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self.topic: Topic | None = image.topic_named(TOPIC)  # the operator's topic, if it exists
+        self.moving = any(p.is_reassigning for p in image.partitions.values())  # some partition is being moved
+        self._in_sync: set[int] | None = None
+        self._led: bool | None = None
+
+    @property
+    def in_sync(self) -> set[int]:
+        """The brokers in some partition's ISR."""
+        if self._in_sync is None:
+            self._in_sync = {r for p in self.image.partitions.values() for r in p.isr}
+        return self._in_sync
+
+    @property
+    def led(self) -> bool:
+        """Whether some partition's leader is registered."""
+        if self._led is None:
+            brokers = self.image.brokers
+            self._led = any(p.leader in brokers for p in self.image.partitions.values())
+        return self._led
 
 
 @frozen
@@ -82,6 +113,7 @@ class Simulation:
         self.own_request = None  # the request a simulated broker process is sending this step
         self.asked: dict[int, tuple[int, UUID | None]] = {}  # request number -> (broker, incarnation)
         self.partition_count = partition_count
+        self._facts = ImageFacts(self.state.image)
 
     # ---- the loop ---------------------------------------------------------------------
 
@@ -115,11 +147,19 @@ class Simulation:
                 possible.append(action)
         return possible[bisect(cumulative, self.rng.random() * (total + 0.0), 0, len(possible) - 1)]()
 
+    def facts(self) -> ImageFacts:
+        """The facts of the controller's metadata image as it stands (ImageFacts)."""
+        facts = self._facts
+        if facts.image is not self.state.image:
+            facts = self._facts = ImageFacts(self.state.image)
+        return facts
+
     def actions(self):
         """(weight, action) for everything that can happen now; one pass over the brokers."""
         state = self.state
         now = state.now_ms
         image = state.image
+        facts = self.facts()
         running, stopped, never_started, starters, due, recovering, impatient = [], [], [], [], [], [], []
         patience = SHUTDOWN_PATIENCE_HEARTBEATS * state.config.heartbeat_interval_ms
         for b, p in self.processes.items():
@@ -140,8 +180,8 @@ class Simulation:
                     due.append(b)
             elif kind is STARTING and b not in self.waiting_registration and self.registration_due.get(b, 0) <= now:
                 starters.append(b)
-        topic = image.topic_named(TOPIC)
-        moving = topic is not None and any(p.is_reassigning for p in image.partitions.values())
+        topic = facts.topic
+        moving = topic is not None and facts.moving
         return [
             (5 if starters else 0, self.register),
             (6 if due else 0, self.heartbeat),
@@ -190,8 +230,7 @@ class Simulation:
 
     def decommissionable(self) -> list[int]:
         """Stopped, fenced brokers in no ISR: an operator moves data away before unregistering (DEC-20)."""
-        image = self.state.image
-        in_sync = {r for p in image.partitions.values() for r in p.isr}
+        image, in_sync = self.state.image, self.facts().in_sync
         return [b for b in self.stopped() if b in image.brokers and image.brokers[b].fenced and b not in in_sync]
 
     def impatient(self) -> list[int]:
