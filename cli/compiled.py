@@ -10,6 +10,20 @@ once on standard error) until ``kraftspec compile`` is run again. Nothing else c
 to read beside the spec stay the files that run, and a compiled run writes the same traces, byte
 for byte, as a plain one (tests/test_compiled.py).
 
+Beside some of impl's modules lies a Cython declaration file (``impl/leases.pxd`` beside
+``impl/leases.py``, ...), which plain Python never reads. It declares that module's slotted classes
+as extension types whose attributes are Python objects, as their ``__slots__`` are, so that compiled
+code reads and writes them as fields of a C struct rather than through a lookup by name; and, for
+the functions and methods of the request path, which of their variables (and of the controller's
+and the state's attributes) hold one of impl's own objects (the ``Controller``, a ``Lease``, a
+``Partition``, ...), so that compiled code reaches that object's fields and methods directly. Such
+a variable only ever holds an object impl made, of that class (or None, checked as plain Python
+checks it: the build sets ``nonecheck``), so the compiled code accepts and returns what the plain
+code does; only a test that put an object of another class there (none does, compiled) would see
+a TypeError. The declaration files are part of the build key, as the sources are. A function
+declared there must not hold a closure (a generator expression, a lambda), which Cython does not
+compile in such functions: impl writes list comprehensions there instead.
+
 Nothing is compiled or loaded unless asked: without ``KRAFTSPEC_COMPILED=1`` every module is
 plain Python, and the tools that rewrite the model's functions (the mutation checks) always run on
 the plain modules.
@@ -71,30 +85,71 @@ def sources() -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
+def declarations(modules: dict[str, Path]) -> dict[str, Path]:
+    """The Cython declaration files (``.pxd``) that lie beside the sources, by module name."""
+    return {name: path.with_suffix(".pxd") for name, path in modules.items() if path.with_suffix(".pxd").exists()}
+
+
 def build_key(modules: dict[str, Path]) -> str:
-    """The build that fits these sources on this Python, built the way this file builds: a hash of
-    the three."""
+    """The build that fits these sources and their declaration files on this Python, built the way
+    this file builds: a hash of the four."""
     digest = hashlib.sha256(f"{sys.implementation.cache_tag} {sysconfig.get_platform()}\n".encode())
     digest.update(Path(__file__).read_bytes())
+    pxds = declarations(modules)
     for name, path in modules.items():
         digest.update(f"{name}\n".encode())
         digest.update(path.read_bytes())
         digest.update(b"\n")
+        if name in pxds:
+            digest.update(f"{name}.pxd\n".encode())
+            digest.update(pxds[name].read_bytes())
+            digest.update(b"\n")
     return digest.hexdigest()[:20]
 
 
+FIRST = {"kraftspec.impl": "kraftspec.impl.controller"}
+"""Compiled, a package's module to import as soon as the package is: impl's handler modules declare
+(in their .pxd) variables of the Controller's type, which Cython takes from kraftspec.impl.controller
+as each of them is imported, so the controller must be imported before them, and it imports them."""
+
+
 class _Finder(importlib.abc.MetaPathFinder):
-    """Serves the compiled modules of one build, and nothing else."""
+    """Serves the compiled modules of one build, and nothing else; and, for a package of FIRST, the
+    package as found by the other finders, which then imports its first module."""
 
     def __init__(self, built: dict[str, Path], directory: Path):
         self.built, self.directory = built, directory
 
     def find_spec(self, name, path=None, target=None):
+        if name in FIRST and FIRST[name] in self.built:
+            for finder in sys.meta_path:
+                found = finder.find_spec(name, path, target) if finder is not self and hasattr(finder, "find_spec") else None
+                if found is not None and found.loader is not None:
+                    found.loader = _ImportsFirst(found.loader, FIRST[name])
+                    return found
+            return None
         file = self.built.get(name)
         if file is None:
             return None
         loader = importlib.machinery.ExtensionFileLoader(name, str(file))
         return importlib.util.spec_from_file_location(name, file, loader=loader)
+
+
+class _ImportsFirst(importlib.abc.Loader):
+    """A package's loader that, once the package has run, imports one of its modules."""
+
+    def __init__(self, loader, first: str):
+        self.loader, self.first = loader, first
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self.loader.exec_module(module)
+        importlib.import_module(self.first)
+
+    def __getattr__(self, name):  # get_resource_reader, is_package, ...: the package's own loader's
+        return getattr(self.loader, name)
 
 
 def enable() -> Path | None:
@@ -170,16 +225,24 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
     with tempfile.TemporaryDirectory(prefix="kraftspec-compile-") as work:
         tree = Path(work, "src")
         extensions = []
-        for name, path in modules.items():  # a copy of each source, where its module name says
+        pxds = declarations(modules)
+        for name, path in modules.items():  # a copy of each source, and its declarations, where its module name says
             copy = tree.joinpath(*name.split(".")).with_suffix(".py")
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, copy)
+            if name in pxds:
+                shutil.copyfile(pxds[name], copy.with_suffix(".pxd"))
             extensions.append(Extension(name, [str(copy)]))
+        for package in {name.rpartition(".")[0] for name in pxds}:  # a cimport finds the packages by their __init__
+            for depth in range(1, package.count(".") + 2):
+                tree.joinpath(*package.split(".")[:depth], "__init__.py").touch()
         print(f"compiling {len(modules)} modules with Cython ({jobs} at a time); this takes a few minutes", file=out, flush=True)
         # annotation_typing off: Cython then reads no annotation as a C-level type check, so the
-        # compiled code accepts exactly what the plain code accepts
-        compiled = cythonize(extensions, build_dir=str(Path(work, "c")), nthreads=jobs, quiet=True,
-                             compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False})
+        # compiled code accepts exactly what the plain code accepts; nonecheck: a variable declared
+        # as one of impl's classes (in a .pxd) that holds None raises AttributeError, as in plain Python
+        compiled = cythonize(extensions, build_dir=str(Path(work, "c")), nthreads=jobs, quiet=True, include_path=[str(tree)],
+                             compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False,
+                                                  "nonecheck": True})
         staging = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
         try:
             distribution = Distribution({"ext_modules": compiled, "script_name": "kraftspec-compile"})

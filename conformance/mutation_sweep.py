@@ -563,11 +563,18 @@ def _check(run: Callable[[], Any], timeout: float) -> tuple[str, str]:
 
 
 def _forget_caches() -> None:
-    """Empty impl's one module-level cache (the shared broker lists), so that each mutant meets it as a
-    fresh process would: filled by earlier runs, it would hide a mutant of the function that fills it."""
+    """Empty impl's module-level caches (the shared broker lists, and the functions that keep their
+    answers, with functools), so that each mutant meets them as a fresh process would: filled by
+    earlier runs, a cache would hide a mutant of the function that fills it, and the lines that fill
+    it would look unreached."""
     from kraftspec.impl import replication
 
     replication._BROKER_LISTS.clear()
+    for name, module in list(sys.modules.items()):
+        if name.startswith("kraftspec.impl.") and module is not None:
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name:
+                    value.cache_clear()
 
 
 def check_mutant(mutant: SweepMutant, source: str, traces, examples: int, timeout: float, stateful: bool) -> Outcome:

@@ -50,7 +50,7 @@ def preferred_order(replicas, removing):
     """PART-4: replicas in order, those being removed after the others (DEC-18)."""
     if not removing:
         return replicas
-    return tuple(b for b in replicas if b not in removing) + tuple(b for b in replicas if b in removing)
+    return tuple([b for b in replicas if b not in removing] + [b for b in replicas if b in removing])
 
 
 def build_change(
@@ -78,8 +78,8 @@ def build_change(
     removing = partition.removing_replicas if removing is UNSET else removing
     adding = partition.adding_replicas if adding is UNSET else adding
     if (adding or removing) and reassignment_complete(replicas, isr, adding, removing, completes):
-        isr = tuple(b for b in isr if b not in removing)
-        replicas = tuple(b for b in replicas if b not in removing)
+        isr = tuple([b for b in isr if b not in removing])
+        replicas = tuple([b for b in replicas if b not in removing])
         adding = removing = ()
     if leader is UNSET:
         current = partition.leader
@@ -105,7 +105,7 @@ def build_change(
         and changed_leader == NO_LEADER_CHANGE
     ):
         return None
-    return PartitionChangeRecord(
+    return PartitionChangeRecord.make(
         partition_id=partition.partition_id,
         topic_id=partition.topic.topic_id,
         isr=changed_isr,
@@ -151,7 +151,7 @@ def leave_changes(
             and not partition.adding_replicas and not partition.removing_replicas
         ):
             if new_isr is not isr:  # else nothing changes
-                records.append(PartitionChangeRecord(
+                records.append(PartitionChangeRecord.make(
                     partition_id=partition.partition_id, topic_id=partition.topic.topic_id, isr=new_isr,
                 ))
             continue

@@ -309,7 +309,7 @@ class RecordCodec:
 
 
 find_interned_uuid = interned_uuids.get
-_partition_record: Callable[..., Any] = PartitionRecord  # called with its fields in order
+_partition_record: Callable[..., Any] = PartitionRecord.make  # called with its fields in order
 
 _PARTITION_FIXED = 40
 """The bytes of a PartitionRecord frame beside its replicas and ISR: the frame's three varints,

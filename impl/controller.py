@@ -31,7 +31,7 @@ from .codec import CodecError, profile_codec
 from .config import ControllerConfig
 from .errors import Error, Refused
 from .formats import formats_of
-from .heartbeat import handle_broker_heartbeat, lapsed_brokers, scan_sessions
+from .heartbeat import handle_broker_heartbeat, lapsed_brokers, lowest_acknowledged_offset_versions, scan_sessions
 from .leases import LeaseManager
 from .metrics import ControllerMetrics
 from .sessions import registration_order
@@ -66,10 +66,11 @@ from .topics import handle_create_topics, handle_delete_topics
 SNAPSHOTS_KEPT = 2  # STORAGE.md: keep two, and the log from the older one on
 
 
-@functools.cache  # asked on every request, of a few (type, version) pairs
-def _supported(request_type: type[Struct], version: int) -> bool:
+@functools.cache
+def supported_versions(request_type: type[Struct]) -> tuple[int, ...]:
+    """RPC-2: the versions of a request type the schema gives (``VALID_VERSIONS``, "0-1" or "0")."""
     low, _, high = request_type.VALID_VERSIONS.partition("-")
-    return int(low) <= version <= int(high or low)
+    return tuple(range(int(low), int(high or low) + 1))
 
 
 class Reply:
@@ -122,6 +123,12 @@ def error_response(request, error: int):
 class Controller:
     """The active controller of kraftspec's impl."""
 
+    __slots__ = (
+        "config", "formats", "codec", "_fencing", "now_ms", "state", "leases", "batches", "disk", "snapshots", "startup",
+        "log_start_offset", "log_end_offset", "committed_offset", "snapshot", "pending", "next_seq", "_batch", "_handlers",
+        "next_offset_unit", "lao_versions", "metrics",
+    )
+
     def __init__(self, config: ControllerConfig | None = None, now_ms: int = 0, *, bootstrap: bool = True) -> None:
         self.config = config or ControllerConfig()
         self.formats = formats_of(self.config.params)  # DEC-22: which records say what
@@ -140,19 +147,24 @@ class Controller:
         self.snapshot: tuple[int, tuple | None] | None = None  # (end offset, records; None when on disk)
         self.pending: deque[tuple[int, int, object, int, object]] = deque()  # (release, seq, request, version, response)
         self.next_seq = 0
-        self._batch: list | None = None
-        self._handlers = {  # the write requests' handlers, each called as handler(controller, request, version)
-            BrokerRegistrationRequest: handle_broker_registration,
-            BrokerHeartbeatRequest: handle_broker_heartbeat,
-            UnregisterBrokerRequest: handle_unregister_broker,
-            AlterIsrRequest: handle_alter_isr,
-            CreateTopicsRequest: handle_create_topics,
-            DeleteTopicsRequest: handle_delete_topics,
-            AlterPartitionReassignmentsRequest: handle_alter_partition_reassignments,
+        self._batch: list | None = None  # the request's batch, from its first record (None before it)
+        # the write requests' handlers, each called as handler(controller, request, version), with
+        # the versions of the request its schema gives (RPC-2)
+        self._handlers = {
+            kind: (handler, supported_versions(kind)) for kind, handler in (
+                (BrokerRegistrationRequest, handle_broker_registration),
+                (BrokerHeartbeatRequest, handle_broker_heartbeat),
+                (UnregisterBrokerRequest, handle_unregister_broker),
+                (AlterIsrRequest, handle_alter_isr),
+                (CreateTopicsRequest, handle_create_topics),
+                (DeleteTopicsRequest, handle_delete_topics),
+                (AlterPartitionReassignmentsRequest, handle_alter_partition_reassignments),
+            )
         }
         # DEC-2: a heartbeat's offset is one more than the highest applied (kip-631), or the highest
         # applied (kafka); read on every heartbeat, so decided once here
         self.next_offset_unit = self.config.params.heartbeat_offset == "next-offset"
+        self.lao_versions = lowest_acknowledged_offset_versions(self.config.params.rpc_formats)  # LAO-1, DEC-9
         self.metrics = ControllerMetrics()  # METRIC-1 to METRIC-6, in the controller's own clock
         if bootstrap:
             self._bootstrap()
@@ -296,7 +308,6 @@ class Controller:
         """LOG-14: the finalized features, by name, as the first batch, committed."""
         features = self.formats.finalized(self.config.finalized_features)
         if features:
-            self._open_batch()
             for record in features:
                 self._add(record)
             self._close_batch()
@@ -304,40 +315,47 @@ class Controller:
 
     # ---- batches --------------------------------------------------------------------------
 
-    def _open_batch(self) -> None:
-        self._batch = []
+    def _open_batch(self) -> list:
+        """Open a batch: an event's first record does (an event that writes nothing opens none)."""
+        batch: list = []
+        self._batch = batch
         self.state.journal.open_batch()
+        return batch
 
     def _add(self, record) -> None:
-        """Replay a record into the in-memory state at once (LOG-5) and add it to the open batch."""
+        """Replay a record into the in-memory state at once (LOG-5) and add it to the request's batch."""
+        batch = self._batch
+        if batch is None:
+            batch = self._open_batch()
         self.state.replay(record)
         fencing = self._fencing.get(type(record))  # LEASE-15: the leases follow the fenced flag
         if fencing is not None:
             fenced = fencing(record)
             if fenced is not None:
                 self.leases.set_fenced(record.broker_id, fenced)
-        assert self._batch is not None, "records are added only while a request's batch is open"
-        self._batch.append(record)
+        batch.append(record)
 
     def _add_all(self, records: list) -> None:
         """:meth:`_add` for each of ``records`` in turn, which are partition changes (no record
         among them fences or unfences: the leases are not consulted)."""
-        assert self._batch is not None, "records are added only while a request's batch is open"
+        if not records:
+            return
+        batch = self._batch
+        if batch is None:
+            batch = self._open_batch()
         self.state.replay_all(records)
-        self._batch.extend(records)
+        batch.extend(records)
 
     def batch_size(self) -> int:
-        """The records in the open batch so far."""
-        assert self._batch is not None, "a request's batch is open"
-        return len(self._batch)
+        """The records in the request's batch so far."""
+        return 0 if self._batch is None else len(self._batch)
 
     def _close_batch(self) -> tuple[int, tuple] | None:
-        """Append the open batch to the log as one (LOG-4); None if it is empty."""
+        """Append the request's batch to the log as one (LOG-4); None if it wrote nothing."""
         records, self._batch = self._batch, None
-        base = self.log_end_offset
         if not records:
-            self.state.journal.close_batch(base)
             return None
+        base = self.log_end_offset
         batch = (base, tuple(records))
         self.log_end_offset = base + len(records)
         self.state.journal.close_batch(self.log_end_offset)
@@ -356,13 +374,13 @@ class Controller:
         self.next_seq = seq + 1
         if type(request) is ListPartitionReassignmentsRequest:  # LOG-8: a read, answered at once
             return Outcome(replies=(Reply(seq, request, version, handle_list_partition_reassignments(self, request)),), seq=seq)
-        handler = self._handlers.get(type(request))
-        if handler is None:
+        found = self._handlers.get(type(request))
+        if found is None:
             raise TypeError(f"not a request this controller handles: {request!r}")
-        self._open_batch()
-        response = handler(self, request, version)
-        batch = self._close_batch()
-        if not _supported(type(request), version):  # type: ignore[arg-type]  # a class is hashable
+        handler, versions = found
+        response = handler(self, request, version)  # its records go to its batch as it adds them
+        batch = None if self._batch is None else self._close_batch()
+        if version not in versions:  # RPC-2: refused for its version, answered at version 0
             version = 0
         if type(response) is Refused:
             refusal, response = response, response.response
@@ -383,13 +401,11 @@ class Controller:
         if leases.sessions is not None:  # DEC-25, kafka profile: the periodic scan, once if it is due
             if now_ms < leases.next_scan_ms:
                 return Outcome()
-            self._open_batch()
             leases.next_scan_ms = now_ms + leases.scan_delay_ms(scan_sessions(self))
             batch = self._close_batch()
             return Outcome((batch,) if batch else ())
         batches = []
         for broker_id in lapsed_brokers(self, now_ms):
-            self._open_batch()
             fence_broker(self, broker_id)
             batches.append(self._close_batch())
         return Outcome(tuple(batches))
@@ -406,7 +422,7 @@ class Controller:
         if target == self.committed_offset:
             return Outcome()
         self._commit_to(target)
-        return Outcome(replies=self._release())
+        return Outcome((), self._release())
 
     def _commit_to(self, offset: int) -> None:
         if self.disk is not None:  # STORAGE.md: synced before it counts as committed

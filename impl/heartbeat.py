@@ -30,7 +30,8 @@ def handle_broker_heartbeat(controller: Controller, request, version: int):
     if version not in HEARTBEAT_VERSIONS:
         return Refused("RPC-2", BrokerHeartbeatResponse(error_code=Error.UNSUPPORTED_VERSION))
     broker_id = request.broker_id
-    sessions = controller.leases.sessions
+    leases = controller.leases
+    sessions = leases.sessions
     if sessions is not None:  # DEC-25, kafka profile: every heartbeat, before any check, under the epoch it names
         sessions.touch(broker_id, request.broker_epoch, controller.now_ms)
     registration = controller.state.cluster.brokers.get(broker_id)
@@ -39,11 +40,9 @@ def handle_broker_heartbeat(controller: Controller, request, version: int):
     if request.broker_epoch != registration.epoch:
         return Refused("LEASE-4", BrokerHeartbeatResponse(error_code=Error.STALE_BROKER_EPOCH))
     offset = request.current_metadata_offset
-    params = controller.config.params
-    next_offset_unit = params.heartbeat_offset == "next-offset"  # DEC-2
+    next_offset_unit = controller.next_offset_unit  # DEC-2
     if offset < 0 and next_offset_unit:
         return Refused("LEASE-5", BrokerHeartbeatResponse(error_code=Error.INVALID_REQUEST))
-    leases = controller.leases
     lease = leases.touch(broker_id, controller.now_ms, offset)  # LEASE-6, LEASE-7: recorded as sent
     should_shut_down = False
     if not registration.fenced:
@@ -56,7 +55,7 @@ def handle_broker_heartbeat(controller: Controller, request, version: int):
             should_shut_down = controlled_shutdown(controller, broker_id)
     elif request.want_shut_down:  # SHUT-4
         should_shut_down = True
-        if params.fenced_shutdown_refences:  # DEC-14, kafka profile: the fencing batch again
+        if controller.config.params.fenced_shutdown_refences:  # DEC-14, kafka profile: the fencing batch again
             fence_broker(controller, broker_id)
     elif not request.want_fence and has_applied(controller, offset, registration.epoch):
         unfence_broker(controller, broker_id)  # LEASE-10
@@ -71,25 +70,37 @@ def has_applied(controller: Controller, recorded: int, offset: int) -> bool:
 
 
 def _status(controller: Controller, registration, lease, version: int, should_shut_down: bool):
-    return BrokerHeartbeatResponse(
+    is_caught_up = has_applied(controller, lease.metadata_offset, registration.epoch)  # LEASE-9
+    if version not in controller.lao_versions:  # LAO-1, DEC-9: a response without LowestAcknowledgedOffset
+        return status_response(is_caught_up, registration.fenced, should_shut_down)
+    return BrokerHeartbeatResponse.make(
         error_code=Error.NONE,
-        is_caught_up=has_applied(controller, lease.metadata_offset, registration.epoch),  # LEASE-9
+        is_caught_up=is_caught_up,
         is_fenced=registration.fenced,
         should_shut_down=should_shut_down,
-        lowest_acknowledged_offset=(
-            controller.leases.lowest_acknowledged_offset(controller.committed_offset)
-            if reports_lowest_acknowledged_offset(controller.config.params.rpc_formats, version)
-            else -1
-        ),
+        lowest_acknowledged_offset=controller.leases.lowest_acknowledged_offset(controller.committed_offset),
     )
 
 
-@functools.cache
-def reports_lowest_acknowledged_offset(formats: str, version: int) -> bool:
-    """LAO-1, DEC-9: whether the heartbeat response of the message formats ``formats`` has
-    LowestAcknowledgedOffset at ``version`` (seed 004's version 1 has; version 0 and Kafka's have not)."""
+@functools.lru_cache(maxsize=None, typed=True)
+def status_response(is_caught_up: bool, is_fenced: bool, should_shut_down: bool):
+    """An accepted heartbeat's response without LowestAcknowledgedOffset (-1). A response is never
+    changed once built, and there are only a few such: each is one object, built once."""
+    return BrokerHeartbeatResponse(
+        error_code=Error.NONE,
+        is_caught_up=is_caught_up,
+        is_fenced=is_fenced,
+        should_shut_down=should_shut_down,
+        lowest_acknowledged_offset=-1,
+    )
+
+
+def lowest_acknowledged_offset_versions(formats: str) -> tuple[int, ...]:
+    """LAO-1, DEC-9: the heartbeat versions whose response, in the message formats ``formats``, has
+    LowestAcknowledgedOffset (seed 004's version 1; version 0 and Kafka's have not)."""
     fields = rpc_schema("BrokerHeartbeatResponse", formats)["fields"]
-    return any(f["name"] == "LowestAcknowledgedOffset" and in_versions(f["versions"], version) for f in fields)
+    return tuple(version for version in HEARTBEAT_VERSIONS
+                 if any(f["name"] == "LowestAcknowledgedOffset" and in_versions(f["versions"], version) for f in fields))
 
 
 def controlled_shutdown(controller: Controller, broker_id: int) -> bool:

@@ -3,7 +3,8 @@ SHUT-1, LAO-1). Never logged; rebuilt with a fresh session for everyone at a fai
 
 Deadlines are ``last_contact + session timeout`` and contact times never go back, so
 deadlines arrive in order: a FIFO queue holds them, finding the next expiry costs O(1), and an
-entry made stale by later contact is dropped when it reaches the head. The lowest acknowledged
+entry made stale by later contact is dropped when it reaches the head. Contact at the time of the
+last adds nothing to it (the lease's deadline is queued already). The lowest acknowledged
 offset (LAO-1) is a min-heap of (offset, broker, version) entries over unfenced brokers, made
 stale the same way.
 """
@@ -69,8 +70,9 @@ class LeaseManager:
     def touch(self, broker_id: int, now_ms: int, metadata_offset: int | None = None) -> Lease:
         """LEASE-7: contact at ``now_ms``, with the offset a heartbeat reports (if any)."""
         lease = self.leases[broker_id]
-        lease.last_contact_ms = now_ms
-        self.deadlines.append((now_ms + self.session_timeout_ms, broker_id))
+        if now_ms != lease.last_contact_ms:  # else its deadline is queued already
+            lease.last_contact_ms = now_ms
+            self.deadlines.append((now_ms + self.session_timeout_ms, broker_id))
         if metadata_offset is not None and metadata_offset != lease.metadata_offset:
             lease.metadata_offset = metadata_offset
             lease.version = next(self._versions)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 from uuid import UUID
 
@@ -62,6 +63,7 @@ class Struct(metaclass=_StructMeta):
     VALID_VERSIONS: ClassVar[str]
     FORMATS: ClassVar[str]  # records: the record formats whose definition the class follows (DEC-22)
     record_version: ClassVar[Any]  # records: the version one is written at (an int, or a property of the record)
+    make: ClassVar[Callable[..., Any]]  # make(**fields) builds what cls(**fields) does, faster (make_class)
 
     if TYPE_CHECKING:
         # the fields and the keyword arguments of ``__init__`` are made from the schema at
@@ -101,6 +103,11 @@ def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = N
     cls = cast("type[Struct]", type(name, (Struct,), {
         "__slots__": names, "__init__": namespace["__init__"], "__eq__": namespace["__eq__"], "__hash__": None, "FIELDS": names,
     }))
+    # make(...): the object cls(...) builds, built without calling the class, which turns keyword
+    # arguments into a dict and back before __init__ runs (half the time of a small record)
+    namespace.update(_cls=cls, _new=object.__new__)
+    exec(f"def make({params}):\n    self = _new(_cls)\n{body}\n    return self\n", namespace)  # noqa: S102 - generated from the schema
+    cls.make = staticmethod(namespace["make"])
     cls.SCHEMA_FIELDS = tuple(fields)
     cls.__qualname__ = qualname or name
     for f in fields:

@@ -52,9 +52,14 @@ class ControllerMetrics:
             self.latency_sum_ms += latency
             self.latest_latency_ms = latency
         self.committed_records += records
-        self.recent.append((now_ms, records))
+        recent = self.recent
+        if recent and recent[-1][0] == now_ms:  # commits of the same millisecond count together
+            recent[-1] = (now_ms, recent[-1][1] + records)
+        else:
+            recent.append((now_ms, records))
         self.recent_records += records
-        self._expire(now_ms)
+        if recent[0][0] <= now_ms - RATE_WINDOW_MS:
+            self._expire(now_ms)
 
     def truncated(self, end_offset: int) -> None:
         """A failover undid every batch past ``end_offset`` (LOG-10)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from types import MethodType
 from typing import TYPE_CHECKING
 
-from .builder import build_change, leave_changes
+from .builder import UNSET, build_change, leave_changes
 from .messages import UnregisterBrokerRecord
 from .replication import NO_LEADER, Partition
 
@@ -41,15 +41,20 @@ def is_eligible_leader(controller: Controller, broker_id: int) -> bool:
     return lease is None or not lease.in_controlled_shutdown
 
 
-def partition_change(controller: Controller, partition: Partition, stays=None, eligible=None, **lists) -> None:
-    """Build a partition change with the one builder and add it to the batch, if anything changes.
-    ``stays`` and ``eligible`` default to PART-3's predicates on the controller (bound, as methods
-    are: the builder calls them with a broker id alone). The profile says when a reassignment
-    completes and whether removing a replica raises the leader epoch (DEC-18, DEC-17)."""
+def partition_change(
+    controller: Controller, partition: Partition, stays=None, eligible=None,
+    isr=UNSET, replicas=UNSET, removing=UNSET, adding=UNSET, leader=UNSET,
+) -> None:
+    """Build a partition change with the one builder and add it to the batch, if anything changes:
+    the lists and the leader given, the others as they are (``build_change``). ``stays`` and
+    ``eligible`` default to PART-3's predicates on the controller (bound, as methods are: the
+    builder calls them with a broker id alone). The profile says when a reassignment completes and
+    whether removing a replica raises the leader epoch (DEC-18, DEC-17)."""
     params = controller.config.params
     record = build_change(
         partition, stays or MethodType(stays_leader, controller), eligible or MethodType(is_eligible_leader, controller),
-        completes=params.reassignment_completes, bump_on_removal=params.leader_epoch_on_replica_removal, **lists,
+        isr=isr, replicas=replicas, removing=removing, adding=adding, leader=leader,
+        completes=params.reassignment_completes, bump_on_removal=params.leader_epoch_on_replica_removal,
     )
     if record is not None:
         controller._add(record)

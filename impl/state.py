@@ -56,14 +56,13 @@ class MetadataState:
 
     def replay_all(self, records) -> None:
         """:meth:`replay` each of ``records`` in turn (partition changes straight to their replay)."""
-        table = self._replay
-        change, create = self.replication.replay_partition_change, self.replication.replay_partition
+        table, replication = self._replay, self.replication
         for record in records:
             kind = type(record)
             if kind is PartitionChangeRecord:
-                change(record)
+                replication.replay_partition_change(record)
             elif kind is PartitionRecord:
-                create(record)
+                replication.replay_partition(record)
             else:
                 handler = table.get(type(record))
                 if handler is not None:

@@ -149,3 +149,48 @@ def test_a_compiled_trace_is_freed_when_it_is_done_not_by_the_cyclic_collector(b
     modules, garbage = json.loads(result.stdout)
     assert "kraftspec.conformance.replay" in modules
     assert garbage / 30 < 20, f"{garbage / 30:.0f} objects a trace left in reference cycles"
+
+
+def test_the_declaration_files_are_part_of_the_build_key(tmp_path):
+    """impl's .pxd files (Cython declarations beside the sources) change the build as the sources do."""
+    from kraftspec.compiled import declarations
+
+    modules = sources()
+    pxds = declarations(modules)
+    assert {"kraftspec.impl.controller", "kraftspec.impl.leases", "kraftspec.impl.replication"} <= set(pxds)
+    assert all(name.startswith("kraftspec.impl.") for name in pxds)
+    copy = tmp_path / "leases.py"
+    copy.write_bytes(modules["kraftspec.impl.leases"].read_bytes())
+    (tmp_path / "leases.pxd").write_bytes(pxds["kraftspec.impl.leases"].read_bytes())
+    moved = {**modules, "kraftspec.impl.leases": copy}
+    assert build_key(moved) == build_key(modules)
+    (tmp_path / "leases.pxd").write_bytes(pxds["kraftspec.impl.leases"].read_bytes() + b"\n# changed\n")
+    assert build_key(moved) != build_key(modules)
+
+
+# A handler module imported before the controller (its declarations name the Controller's type,
+# which needs kraftspec.impl.controller imported first), then what impl's classes are.
+DECLARED = r"""
+import json
+import kraftspec.impl.heartbeat
+from kraftspec import compiled
+from kraftspec.impl.controller import Controller, Outcome, Reply
+from kraftspec.impl.leases import Lease
+from kraftspec.impl.replication import Partition
+HEAP_TYPE = 1 << 9
+print(json.dumps({"loaded": compiled.loaded(),
+                  "heap": {c.__name__: bool(c.__flags__ & HEAP_TYPE) for c in (Controller, Outcome, Reply, Lease, Partition)}}))
+"""
+
+
+def test_compiled_impl_classes_are_extension_types_whatever_is_imported_first(build):
+    result = subprocess.run([sys.executable, "-c", DECLARED], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "KRAFTSPEC_COMPILED": "1", "KRAFTSPEC_COMPILED_DIR": str(build)})
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert "kraftspec.impl.heartbeat" in answer["loaded"] and "kraftspec.impl.controller" in answer["loaded"]
+    assert answer["heap"] == {"Controller": False, "Outcome": False, "Reply": False, "Lease": False, "Partition": False}
+    plain = subprocess.run([sys.executable, "-c", DECLARED], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, **plain_env()})
+    assert plain.returncode == 0, plain.stderr
+    assert set(json.loads(plain.stdout)["heap"].values()) == {True}  # plain Python: classes as written

@@ -13,11 +13,14 @@ from kraftspec.impl.errors import Error
 from kraftspec.impl.journal import Journal
 from kraftspec.impl.leases import LeaseManager
 from kraftspec.impl.messages import (
+    MESSAGE_CLASSES,
+    RECORD_CLASSES_OF,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     CreateTopicsRequest,
     PartitionChangeRecord,
     PartitionRecord,
+    Struct,
     TopicRecord,
     UnregisterBrokerRequest,
 )
@@ -40,6 +43,20 @@ def test_leases_lapse_by_deadline_then_id_and_later_contact_moves_them():
     assert leases.expired(100) == [1, 3]  # same deadline: by id; 2's deadline moved to 150
     assert leases.expired(149) == []
     assert leases.expired(150) == [2]
+
+
+def test_contact_at_the_same_millisecond_queues_no_second_deadline():
+    """LEASE-7: contact at the time of the last leaves the queue as it is (the lease's deadline is in
+    it already), and the lease still lapses at that deadline, not before, not after."""
+    leases = LeaseManager(session_timeout_ms=100)
+    leases.start(1, 0, fenced=False)
+    for _ in range(1000):
+        leases.touch(1, 0, 5)
+    assert len(leases.deadlines) == 1
+    leases.touch(1, 40)
+    leases.touch(1, 40)
+    assert len(leases.deadlines) == 2
+    assert leases.expired(139) == [] and leases.expired(140) == [1]
 
 
 def test_fenced_brokers_do_not_lapse_but_keep_their_claim():
@@ -249,3 +266,62 @@ def test_an_earlier_lease_of_a_broker_leaves_nothing_that_passes_for_the_new_one
     leases.touch(3, 2, 12)
     leases.set_fenced(3, False)
     assert leases.lowest_acknowledged_offset(99) == 9
+
+
+def test_a_request_that_writes_nothing_opens_no_batch_and_leaves_the_journal_and_the_log_alone():
+    """LOG-4, LOG-7: a heartbeat that changes no membership appends nothing and is answered at once;
+    the batch and its journal entry are opened by a request's first record only."""
+    controller = Controller()
+    controller.handle_request(registration(1))
+    controller.commit(controller.log_end_offset)
+    epoch = controller.state.cluster.brokers[1].epoch
+    heartbeat = BrokerHeartbeatRequest(broker_id=1, broker_epoch=epoch, current_metadata_offset=controller.committed_offset)
+    controller.handle_request(heartbeat)  # unfences it: one record
+    controller.commit(controller.log_end_offset)
+    end, appended = controller.log_end_offset, len(controller.metrics.appended)
+    outcome = controller.handle_request(heartbeat)
+    assert outcome.batches == () and [r.response.is_fenced for r in outcome.replies] == [False]
+    assert controller.log_end_offset == end and controller._batch is None
+    assert controller.state.journal.current is None and not controller.state.journal.batches
+    assert len(controller.metrics.appended) == appended
+
+
+def test_equal_heartbeat_answers_are_one_object_and_a_flag_of_another_type_is_another_answer():
+    """A response is never changed once built: the heartbeat's answers without
+    LowestAcknowledgedOffset are kept, one per distinct value, and an int where a bool was is not
+    taken for it."""
+    from kraftspec.impl.heartbeat import status_response
+
+    assert status_response(True, False, False) is status_response(True, False, False)
+    assert status_response(True, False, False).is_caught_up is True
+    assert status_response(1, 0, 0).is_caught_up == 1 and status_response(1, 0, 0).is_caught_up is not True
+    controller = Controller()
+    controller.handle_request(registration(1))
+    controller.commit(controller.log_end_offset)
+    epoch = controller.state.cluster.brokers[1].epoch
+    responses = []
+    for version in (0, 0, 1):
+        request = BrokerHeartbeatRequest(broker_id=1, broker_epoch=epoch, current_metadata_offset=controller.committed_offset)
+        replies = controller.handle_request(request, version).replies + controller.commit(controller.log_end_offset).replies
+        responses += [reply.response for reply in replies]
+    assert responses[1] is status_response(True, False, False)  # unfenced by the first, caught up
+    assert responses[2].lowest_acknowledged_offset >= 0  # version 1 says it (LAO-1): built each time
+
+
+@given(st.sampled_from(sorted({cls for classes in RECORD_CLASSES_OF.values() for cls in classes.values()}
+                              | set(MESSAGE_CLASSES.values()), key=lambda c: (c.__name__, c.FIELDS))))
+def test_make_builds_what_the_class_builds(cls):
+    """messages.make_class: ``cls.make(**fields)`` is an object of ``cls`` equal to ``cls(**fields)``,
+    field for field, defaults included, for every record and message class and their nested structs."""
+    def check(cls):
+        assert type(cls.make()) is cls and cls.make() == cls()
+        assert all(getattr(cls.make(), f) == getattr(cls(), f) for f in cls.FIELDS)
+        values = {f: (f, n) for n, f in enumerate(cls.FIELDS)}
+        made, built = cls.make(**values), cls(**values)
+        assert made == built and [getattr(made, f) for f in cls.FIELDS] == [getattr(built, f) for f in cls.FIELDS]
+        for name in dir(cls):
+            nested = getattr(cls, name)
+            if isinstance(nested, type) and issubclass(nested, Struct) and nested is not cls and name[0].isupper():
+                check(nested)
+
+    check(cls)

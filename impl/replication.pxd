@@ -1,0 +1,27 @@
+# Cython's declarations for impl/replication.py, read only by `kraftspec compile` (plain Python never
+# reads them): its slotted classes as extension types whose attributes are objects, as their
+# __slots__ are, and which variables of its hot functions hold one of impl's own objects.
+# cli/compiled.py says why and what may be declared.
+
+cimport cython
+
+cdef class Topic:
+    cdef public object name, topic_id, partitions
+
+cdef class Partition:
+    cdef public object topic, partition_id, replicas, isr, removing_replicas, adding_replicas, leader, leader_epoch
+    cdef public object partition_epoch
+
+    cpdef fields(self)
+
+cdef class ReplicationControl:
+    cdef public object topics, topics_by_name, topics_by_int, replica_of, leaderships, reassigning, journal
+
+    @cython.locals(topic=Topic)
+    cpdef partition(self, topic_id, partition_id)
+
+    @cython.locals(topic=Topic, partition=Partition)
+    cpdef replay_partition(self, record)
+
+    @cython.locals(topic=Topic, partition=Partition)
+    cpdef replay_partition_change(self, record)
