@@ -253,7 +253,11 @@ def median_of(runs: int, measure: Callable[..., float], *args: Any) -> float:
 
 
 def bench_impl(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
-    figures: dict = {"scale": scale, "profile": profile}
+    from kraftspec.bench_stats import machine_speed, speed_line, speed_warning
+
+    speeds = [machine_speed()]
+    say(out, speed_line(speeds[0], "at the start"))
+    figures: dict = {"scale": scale, "profile": profile, "machine_speed": speeds}
     small_p, small_b = 1000, 10
     big_p, big_b = int(1_000_000 * scale), max(10, int(1000 * scale))
     count = int(300_000 * max(scale, 0.1))
@@ -321,6 +325,12 @@ def bench_impl(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
     figures["model_heartbeats_small"] = median_of(3, model_heartbeat_rate, small_p, small_b, model_count, profile)
     figures["impl_model_ratio"] = figures["heartbeats_small_v0"] / figures["model_heartbeats_small"]
     say(out, f"  model {figures['model_heartbeats_small']:,.0f} heartbeats/s; impl/model {figures['impl_model_ratio']:.0f}x")
+    speeds.append(machine_speed())
+    say(out, speed_line(speeds[-1], "at the end"))
+    moved = speed_warning(speeds)
+    figures["warnings"] = [moved] if moved else []
+    if moved:
+        say(out, f"warning: {moved}")
     return figures
 
 
@@ -712,7 +722,7 @@ def compare(name: str, kafka_runs: list[float], impl_runs: list[float], unit: st
 def bench_kafka(scale: float, out, version: str, profile: str = DEFAULT_PROFILE) -> dict:
     """impl against Apache Kafka's QuorumController: over the protocol, then warm and in process,
     the two interleaved round by round. The walks and impl's controller are of ``profile``."""
-    from kraftspec.bench_stats import busy_warning
+    from kraftspec.bench_stats import busy_warning, machine_speed, speed_line, speed_warning
     from kraftspec.bench_stats import load_average as loads_now
     from kraftspec.conformance.generate import walk
     from kraftspec.conformance.subprocess_adapter import SubprocessAdapter, adapter_from_spec
@@ -724,6 +734,9 @@ def bench_kafka(scale: float, out, version: str, profile: str = DEFAULT_PROFILE)
                      "load_average": {"start": load_average()}}
     say(out, f"load average {load_average()} (1, 5, 15 minutes) on {os.cpu_count()} cores; "
              f"figures are medians of {rounds} interleaved rounds, Kafka then impl")
+    speeds = [machine_speed()]  # at the start, after each part, at the end
+    figures["machine_speed"] = speeds
+    say(out, speed_line(speeds[0], "at the start"))
 
     # ---- over the protocol ----
     seeds, steps = range(max(2, int(40 * scale))), 200
@@ -748,6 +761,7 @@ def bench_kafka(scale: float, out, version: str, profile: str = DEFAULT_PROFILE)
         for adapter in servers.values():
             adapter.shutdown()
     figures["protocol"] = compare("events per second", runs["Kafka"], runs["impl"], "events/s", out, None)
+    speeds.append(machine_speed())
 
     # ---- warm, in process ----
     brokers, partitions = 10, 1000
@@ -787,18 +801,26 @@ def bench_kafka(scale: float, out, version: str, profile: str = DEFAULT_PROFILE)
             figures[f"{workload}_per_cpu_second"] = compare(
                 f"{workload}, per CPU second (all of a process's threads: Kafka's controller thread and the one sending)",
                 per_cpu["Kafka"], per_cpu["impl"], unit.replace("/s", "/CPU s"), out, None)
+    speeds.append(machine_speed())
     figures.update(compare_fencing(version, scale, rounds, out, profile))
     seen.append(loads_now()[0])
+    speeds.append(machine_speed())
     figures.update(compare_snapshot_loading(version, scale, rounds, out, profile))
     seen.append(loads_now()[0])
+    speeds.append(machine_speed())
     figures["load_average"]["end"] = load_average()
     figures["loads_seen"] = seen
     say(out, f"load average {load_average()} at the end")
+    say(out, speed_line(speeds[-1], "at the end"))
     busy = busy_warning(seen, "Kafka's JVM and impl's process do not lose the same share of the cores to it, so the "
                               "ratios above are not what this machine gives when it is free, even where the rounds agree")
     figures["warnings"] = [busy] if busy else []
     if busy:
         say(out, f"warning: {busy}; measure again when the load average stays below {os.cpu_count()}")
+    moved = speed_warning(speeds)
+    if moved:
+        figures["warnings"].append(moved)
+        say(out, f"warning: {moved}")
     return figures
 
 
@@ -928,7 +950,7 @@ def _help_text() -> tuple[str, str]:
         "warning says when the rounds spread too widely for a figure to mean anything, when a ratio is "
         "beyond what the machine's cores can give, or when other work kept the load above the number of cores. "
         "On a machine shared with other work, compare the ratios and read the warnings.", 78) + "\n\n" + textwrap.fill(
-        "The conformance and spark targets also print the machine's speed at the start, after each round and at "
+        "Every target also prints the machine's speed at the start, between its parts or rounds and at "
         "the end: thousands of loops a second of a fixed piece of plain Python that does not change from one "
         "kraftspec version to the next. It shows what the load average cannot, such as other virtual machines "
         "slowing this one (a warning says when it moved during the run), and it makes figures from different "

@@ -20,6 +20,13 @@ def test_bench_impl_quick_runs_and_writes_every_figure(tmp_path):
         assert key in figures, key
     text = out.getvalue()
     assert "goal" in text and "impl/model" in text
+    # the machine's speed at the start and at the end, as read, and a warning if it moved
+    speeds = figures["machine_speed"]
+    assert len(speeds) == 2 and all(speed > 0 for speed in speeds)
+    assert f"machine speed {speeds[0]:.2f} thousand reference loops/s at the start" in text
+    assert f"machine speed {speeds[1]:.2f} thousand reference loops/s at the end" in text
+    for warning in figures["warnings"]:
+        assert f"warning: {warning}" in text
 
 
 def test_bench_conformance_quick_runs_and_writes_every_figure(tmp_path):
@@ -58,6 +65,9 @@ def test_bench_kafka_quick_compares_impl_with_kafka_and_writes_every_figure(tmp_
     # the load this run sees, as if other work ran beside it from the second reading on
     readings = iter([0.5] + [kraftspec.bench_stats.cores() + 2.0] * 100)
     monkeypatch.setattr(kraftspec.bench_stats, "load_average", lambda: (next(readings), 0.0, 0.0))
+    # and the machine's own speed, as if its host slowed it while Kafka's snapshot was loaded
+    speeds = iter([10.0, 10.2, 9.9, 10.1, 6.0])
+    monkeypatch.setattr(kraftspec.bench_stats, "machine_speed", lambda: next(speeds))
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["bench", "kafka", "--quick", "--json", str(tmp_path / "figures.json")]) == 0
@@ -82,8 +92,14 @@ def test_bench_kafka_quick_compares_impl_with_kafka_and_writes_every_figure(tmp_
     # fencing and after snapshot loading; above the cores, a warning says the ratios are off
     assert len(figures["loads_seen"]) == 1 + 2 * figures["rounds"] + 2
     busy = f"the load average reached {kraftspec.bench_stats.cores() + 2.0:.2f}"
-    assert len(figures["warnings"]) == 1 and figures["warnings"][0].startswith(busy)
+    assert len(figures["warnings"]) == 2 and figures["warnings"][0].startswith(busy)
     assert f"warning: {busy}" in text
+    # the speed read at the start, after the protocol, the warm workloads, fencing and snapshot loading
+    assert figures["machine_speed"] == [10.0, 10.2, 9.9, 10.1, 6.0]
+    assert "machine speed 10.00 thousand reference loops/s at the start" in text
+    assert "machine speed 6.00 thousand reference loops/s at the end" in text
+    moved = "the machine's own speed, a fixed piece of plain Python timed between the rounds, moved from 6.00 to 10.20"
+    assert figures["warnings"][1].startswith(moved) and f"warning: {moved}" in text
 
 
 def test_bench_kafka_refuses_a_malformed_release_in_one_line(capsys):
