@@ -595,9 +595,38 @@ def _quiet_jvm_start():
 
 def _copy_without_noise(read_end: int, real: int) -> None:
     with open(read_end, "rb") as pipe, open(real, "wb", buffering=0, closefd=False) as out:
-        for line in pipe:
-            if not JVM_NOISE.search(line.decode("utf-8", "replace")):
-                out.write(line)
+        for line in without_noise(pipe):
+            out.write(line)
+
+
+REAPED_WORKER = re.compile(rb"(BrokenPipeError|ConnectionResetError): ")
+"""How a traceback of PySpark's worker daemon ends when the JVM closed a worker's connection: Spark
+ends a Python worker that has been idle for a minute (between the jobs of a benchmark, say), and the
+daemon prints the worker's failed write. The work is not affected: a task's own failure reaches the
+driver as an error of its job, never through this traceback."""
+
+
+def without_noise(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """``lines`` (of the driver JVM's standard error) without those of :data:`JVM_NOISE` and
+    without the tracebacks of an idle worker ended by Spark (:data:`REAPED_WORKER`, every frame in
+    PySpark's daemon.py); every other line, tracebacks included, as it came."""
+    held: list[bytes] = []  # a traceback, until its last line says whose it is
+    for line in lines:
+        if held:
+            held.append(line)
+            if line[:1] in (b" ", b"\t"):  # a frame or its source line: the traceback goes on
+                continue
+            frames = [f for f in held[1:-1] if f.lstrip().startswith(b"File ")]
+            reaped = (REAPED_WORKER.match(line) is not None and frames
+                      and all(b"pyspark" in f and b"daemon.py" in f for f in frames))
+            if not reaped:
+                yield from held
+            held = []
+        elif line.startswith(b"Traceback (most recent call last):"):
+            held = [line]
+        elif not JVM_NOISE.search(line.decode("utf-8", "replace")):
+            yield line
+    yield from held  # a traceback cut short: as it came
 
 
 def tidy_output(folder: Path) -> None:

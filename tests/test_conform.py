@@ -352,6 +352,23 @@ def test_the_jvm_start_up_lines_are_dropped_and_everything_else_goes_through():
                                  b"java.lang.OutOfMemoryError: Java heap space\n")
 
 
+def test_the_traceback_of_a_worker_spark_ended_for_idleness_is_dropped_and_any_other_goes_through():
+    from kraftspec.conformance.spark import without_noise
+
+    daemon = b'  File "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/daemon.py", line %d, in %s\n'
+    reaped = [b"Traceback (most recent call last):\n", daemon % (264, b"manager"), daemon % (95, b"worker"),
+              b"BrokenPipeError: [Errno 32] Broken pipe\n"]
+    # the same error raised in kraftspec's own code, in a worker: a real failure
+    task = [b"Traceback (most recent call last):\n", daemon % (264, b"manager"),
+            b'  File "/work/conformance/spark.py", line 120, in check_seeds\n', b"    out.write(row)\n",
+            b"BrokenPipeError: [Errno 32] Broken pipe\n"]
+    # another error of the daemon
+    other = [b"Traceback (most recent call last):\n", daemon % (264, b"manager"), b"ValueError: bad header\n"]
+    before, after = b"26/11/28 04:40:00 ERROR Executor: Exception in task 0.0\n", b"a line after\n"
+    lines = [before, *reaped, *task, *reaped, *other, after, b"Using Spark's default log4j profile: x\n", *task[:3]]
+    assert list(without_noise(lines)) == [before, *task, *other, after, *task[:3]]
+
+
 def test_a_run_prints_no_jvm_start_up_noise(tmp_path):
     done = subprocess.run([sys.executable, "-m", "kraftspec", "conform", "--traces", "4", "--steps", "5",
                            "--master", "local[1]", "--out", str(tmp_path / "o")],
