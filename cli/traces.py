@@ -235,8 +235,11 @@ def run_generate(args) -> int:
         return _fail(f"--spec {args.spec}: this kraftspec implements spec {SPEC_VERSION}; install the kraftspec "
                      f"release of spec {args.spec} to regenerate those traces exactly")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     config = Config.for_profile(args.profile)  # the profile's default timings (DEC-12)
+    if args.generator == "exhaustive":
+        return run_exhaustive(args, out, config)
+    if (problem := _made(out)) is not None:
+        return problem
     if args.generator == "walk":
         progress = Progress(len(args.seeds), "generating")
         for seed in args.seeds:
@@ -246,12 +249,9 @@ def run_generate(args) -> int:
             print(f"{path}  seed {seed}, {len(trace.steps)} steps, {len(trace.rules())} rules")
         progress.finish()
         return 0
-    if args.generator == "targeted":
-        from kraftspec.conformance.targeted import targeted
+    from kraftspec.conformance.targeted import targeted
 
-        traces = targeted(config=config)
-    else:
-        return run_exhaustive(args, out, config)
+    traces = targeted(config=config)
     count = 0
     for trace in traces:
         path = trace.write(out)
@@ -261,6 +261,16 @@ def run_generate(args) -> int:
     return 0
 
 
+def _made(out: Path) -> int | None:
+    """Make the output folder ``out`` once the arguments are known to be good (a refused command
+    leaves nothing behind); None, or the exit status of the error that names it."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as problem:
+        return _fail(f"--out {out}: cannot make the folder ({problem.strerror or problem})")
+    return None
+
+
 def run_exhaustive(args, out: Path, config) -> int:
     from kraftspec.conformance.exhaustive import Scope, frontier, leaf_paths, trace_of
 
@@ -268,6 +278,8 @@ def run_exhaustive(args, out: Path, config) -> int:
         scope = Scope(brokers=args.brokers or 3, partitions=args.partitions or 2, config=config)
     except ValueError as problem:
         return _fail(f"--{problem}")
+    if (made := _made(out)) is not None:
+        return made
     print(f"enumerating {scope.params()} to depth {args.depth}, profile {config.profile}")
     exploration = frontier(scope, args.depth, progress=lambda level: print(
         f"  depth {level.depth}: {level.states:,} new states, {level.transitions:,} events, {level.seconds:.1f} s"))

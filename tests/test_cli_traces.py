@@ -73,9 +73,18 @@ def test_a_broken_trace_is_refused_before_anything_is_replayed(tmp_path):
         (["generate", "--generator", "exhaustive", "--brokers", "5", "--out", "o"], "--brokers must be an integer from 1 to 3, got 5"),
     ],
 )
-def test_bad_input_is_answered_with_a_message_not_a_traceback(argv, message):
+def test_bad_input_is_answered_with_a_message_not_a_traceback(argv, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the commands' relative paths, from a folder of the test's own
     code, _, err = run(*argv)
     assert code == 2 and message in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # a refused command makes no output folder
+
+
+def test_an_output_folder_that_cannot_be_made_is_named_in_one_line(tmp_path):
+    (tmp_path / "taken").write_text("a file, not a folder\n")
+    for generator in ("walk", "exhaustive"):
+        code, _, err = run("generate", "--generator", generator, "--seeds", "1", "--depth", "1", "--out", str(tmp_path / "taken"))
+        assert code == 2 and err == f"kraftspec: error: --out {tmp_path / 'taken'}: cannot make the folder (File exists)\n", generator
 
 
 def test_coverage_of_the_corpus(tmp_path):
@@ -145,7 +154,8 @@ def test_the_targeted_generator_follows_the_profile():
     assert (config["profile"], config["session_timeout_ms"]) == ("kafka", 9000)
 
 
-def test_an_unknown_profile_is_refused_by_name():
+def test_an_unknown_profile_is_refused_by_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     code, _, err = run("generate", "--profile", "kip-632", "--out", "o")
     assert code == 2 and "invalid choice: 'kip-632'" in err and "kip-631" in err and "kafka" in err
 

@@ -194,3 +194,31 @@ def test_compiled_impl_classes_are_extension_types_whatever_is_imported_first(bu
                            env={**os.environ, **plain_env()})
     assert plain.returncode == 0, plain.stderr
     assert set(json.loads(plain.stdout)["heap"].values()) == {True}  # plain Python: classes as written
+
+
+def test_each_declared_class_declares_exactly_the_slots_of_its_class():
+    """A class a .pxd declares as an extension type has, compiled, only the attributes declared
+    there: each must be the class's __slots__ in the plain source, no more and no fewer, or the
+    compiled build would refuse an attribute plain Python accepts (or keep one it no longer has)."""
+    import importlib
+    import re
+
+    from kraftspec.compiled import declarations
+
+    checked = 0
+    for name, pxd in declarations(sources()).items():
+        module = importlib.import_module(name)
+        declared: dict[str, set[str]] = {}
+        current = None
+        for line in pxd.read_text(encoding="utf-8").splitlines():
+            if match := re.match(r"cdef class (\w+)\s*:", line):
+                current = declared.setdefault(match.group(1), set())
+            elif current is not None and (match := re.match(r"\s+cdef (?:public |readonly )?\w+ ([\w, ]+)$", line)):
+                current.update(attribute.strip() for attribute in match.group(1).split(","))
+            elif line and not line[0].isspace():
+                current = None
+        for class_name, attributes in declared.items():
+            slots = set(getattr(module, class_name).__slots__) - {"__weakref__"}
+            assert attributes == slots, f"{pxd.name}: {class_name} declares {sorted(attributes ^ slots)} unlike its __slots__"
+            checked += 1
+    assert checked >= 10
