@@ -608,22 +608,31 @@ driver as an error of its job, never through this traceback."""
 
 def without_noise(lines: Iterable[bytes]) -> Iterator[bytes]:
     """``lines`` (of the driver JVM's standard error) without those of :data:`JVM_NOISE` and
-    without the tracebacks of an idle worker ended by Spark (:data:`REAPED_WORKER`, every frame in
-    PySpark's daemon.py); every other line, tracebacks included, as it came."""
-    held: list[bytes] = []  # a traceback, until its last line says whose it is
+    without the tracebacks of idle workers ended by Spark (:data:`REAPED_WORKER`, every frame in
+    PySpark's daemon.py); every other line, tracebacks included, as it came. Workers ended together
+    (both of local[2]'s) write their tracebacks into the one stream at once, a line of one between
+    lines of the other: a traceback that begins before the last one ended is held with it, and the
+    lot is dropped only if every traceback in it is such a worker's."""
+    held: list[bytes] = []  # tracebacks, until the last line of each says whose it is
+    unfinished = 0  # tracebacks in ``held`` whose last line has not come
     for line in lines:
-        if held:
+        if line.startswith(b"Traceback (most recent call last):"):
             held.append(line)
-            if line[:1] in (b" ", b"\t"):  # a frame or its source line: the traceback goes on
+            unfinished += 1
+        elif held:
+            held.append(line)
+            if line[:1] in (b" ", b"\t"):  # a frame or its source line: a traceback goes on
                 continue
-            frames = [f for f in held[1:-1] if f.lstrip().startswith(b"File ")]
-            reaped = (REAPED_WORKER.match(line) is not None and frames
-                      and all(b"pyspark" in f and b"daemon.py" in f for f in frames))
+            unfinished -= 1
+            if unfinished:
+                continue
+            frames = [f for f in held if f[:1] in (b" ", b"\t") and f.lstrip().startswith(b"File ")]
+            ends = [f for f in held if f[:1] not in (b" ", b"\t") and not f.startswith(b"Traceback")]
+            reaped = (frames and all(b"pyspark" in f and b"daemon.py" in f for f in frames)
+                      and all(REAPED_WORKER.match(end) for end in ends))
             if not reaped:
                 yield from held
             held = []
-        elif line.startswith(b"Traceback (most recent call last):"):
-            held = [line]
         elif not JVM_NOISE.search(line.decode("utf-8", "replace")):
             yield line
     yield from held  # a traceback cut short: as it came

@@ -367,6 +367,13 @@ def test_the_traceback_of_a_worker_spark_ended_for_idleness_is_dropped_and_any_o
     before, after = b"26/11/28 04:40:00 ERROR Executor: Exception in task 0.0\n", b"a line after\n"
     lines = [before, *reaped, *task, *reaped, *other, after, b"Using Spark's default log4j profile: x\n", *task[:3]]
     assert list(without_noise(lines)) == [before, *task, *other, after, *task[:3]]
+    # two workers ended at once (local[2]'s): their tracebacks come a line of one between lines of
+    # the other, as seen in a run of kraftspec bench spark
+    both = [reaped[0], reaped[0], *reaped[1:], *reaped[1:]]
+    assert list(without_noise([before, *both, after])) == [before, after]
+    # ... and a real failure written at the same time as a reaped worker's goes through, with it
+    mixed = [task[0], reaped[0], *reaped[1:], *task[1:]]
+    assert list(without_noise([before, *mixed, after])) == [before, *mixed, after]
 
 
 def test_a_run_prints_no_jvm_start_up_noise(tmp_path):
