@@ -108,6 +108,10 @@ def test_bench_kafka_refuses_a_malformed_release_in_one_line(capsys):
     assert "Kafka version '4.x'" in err and "Traceback" not in err
     assert main(["bench", "impl", "--kafka-version", "4.1.0"]) == 2
     assert "--kafka-version goes with the kafka target only" in capsys.readouterr().err
+    assert main(["bench", "spark", "--kafka-version", "4.1.0"]) == 2
+    assert "--kafka-version goes with the kafka target only" in capsys.readouterr().err
+    assert main(["bench", "conformance", "--whole-job"]) == 2
+    assert "--whole-job goes with the spark target only" in capsys.readouterr().err
 
 
 def test_bench_comparison_warns_when_the_spread_makes_it_meaningless():
@@ -186,12 +190,25 @@ def test_the_stats_warn_of_a_wide_spread_and_of_ratios_two_workers_cannot_give()
     assert verdict(summary([30.0, 33.0, 35.0]), 20, higher_is_better=False) == "NOT met"
 
 
-def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sessions(tmp_path):
+def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sessions(tmp_path, monkeypatch):
     import multiprocessing
 
+    from kraftspec import bench_spark
+
+    # the whole job is kraftspec conform itself, run for real in the test below; here, what bench
+    # makes of the seconds it reports
+    jobs = []
+
+    def whole_job(traces, out, profile):
+        jobs.append((traces, profile))
+        return {"traces": traces, "events": traces * 50, "seconds": 15.0, "minutes": 0.25,
+                "events_per_second": traces * 50 // 15, "command": "kraftspec conform ..."}
+
+    monkeypatch.setattr(bench_spark, "whole_job", whole_job)
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["bench", "spark", "--quick", "--json", str(tmp_path / "figures.json")]) == 0
+        assert main(["bench", "spark", "--quick", "--whole-job", "--json", str(tmp_path / "figures.json")]) == 0
+    assert jobs == [(10_000, "kip-631")]  # --quick: 1/100 of the million
     assert multiprocessing.active_children() == []  # the pool and both Spark sessions' processes have ended
     figures = json.loads((tmp_path / "figures.json").read_text())
     rounds = figures["rounds"]
@@ -213,7 +230,7 @@ def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sess
     assert figures["projected_minutes"]["runs"] == pytest.approx(
         [(f + 1_000_000 * (s - f) / figures["traces"] + 126 * 0.04 / 2) / 60 for s, f in zip(local2, fixed, strict=True)])
     assert len(figures["load_average"]["start"]) == len(figures["load_average"]["end"]) == 3
-    assert len(figures["machine_speed"]) == rounds + 2 and all(speed > 0 for speed in figures["machine_speed"])
+    assert len(figures["machine_speed"]) == rounds + 3 and all(speed > 0 for speed in figures["machine_speed"])
     text = out.getvalue()
     assert f"machine speed {figures['machine_speed'][0]:.2f} thousand reference loops/s at the start" in text
     assert "round 1 of 2" in text and "round 2 of 2" in text and "load average" in text
@@ -221,6 +238,25 @@ def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sess
     assert "local[2] against one process" in text and "goal 1.70x" in text
     for warning in figures["warnings"]:  # whatever the load was, every warning is printed as it is recorded
         assert f"warning: {warning}" in text
+    # 10,000 traces in a quarter of a minute: 25 minutes for the million, the goal not met
+    job = figures["whole_job"]
+    assert (job["traces"], job["goal_minutes"], job["met"]) == (10_000, 20, False)
+    assert ("10,000 traces of 50 events, the whole job: 0.2 minutes (15.0 s, 33,333 events/s, 25.0 minutes at "
+            "1,000,000); goal 20 minutes for 1,000,000: NOT met") in text
+    assert job["load_after"] >= 0  # the load and the machine's speed are read after the job too
+
+
+def test_the_whole_job_is_kraftspec_conform_run_as_a_user_runs_it(tmp_path):
+    from kraftspec.bench_spark import whole_job
+
+    job = whole_job(60, io.StringIO())
+    assert (job["traces"], job["events"]) == (60, 3000) and job["seconds"] > 0
+    assert job["minutes"] == job["seconds"] / 60 and job["events_per_second"] == round(3000 / job["seconds"])
+    assert job["command"].startswith("kraftspec conform --traces 60 --steps 50 --profile kip-631")
+    # a job that cannot run says how it ended, in one message
+    with pytest.raises(RuntimeError, match="exit status 2") as failure:
+        whole_job(60, io.StringIO(), profile="no-such-profile")
+    assert "Traceback" not in str(failure.value)
 
 
 def test_bench_help_speaks_to_users_and_its_goals_are_written_where_it_says(capsys):
