@@ -199,7 +199,7 @@ def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sess
     # makes of the seconds it reports
     jobs = []
 
-    def whole_job(traces, out, profile):
+    def whole_job(traces, profile):
         jobs.append((traces, profile))
         return {"traces": traces, "events": traces * 50, "seconds": 15.0, "minutes": 0.25,
                 "events_per_second": traces * 50 // 15, "command": "kraftspec conform ..."}
@@ -249,13 +249,13 @@ def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sess
 def test_the_whole_job_is_kraftspec_conform_run_as_a_user_runs_it(tmp_path):
     from kraftspec.bench_spark import whole_job
 
-    job = whole_job(60, io.StringIO())
+    job = whole_job(60)
     assert (job["traces"], job["events"]) == (60, 3000) and job["seconds"] > 0
     assert job["minutes"] == job["seconds"] / 60 and job["events_per_second"] == round(3000 / job["seconds"])
     assert job["command"].startswith("kraftspec conform --traces 60 --steps 50 --profile kip-631")
     # a job that cannot run says how it ended, in one message
     with pytest.raises(RuntimeError, match="exit status 2") as failure:
-        whole_job(60, io.StringIO(), profile="no-such-profile")
+        whole_job(60, profile="no-such-profile")
     assert "Traceback" not in str(failure.value)
 
 
