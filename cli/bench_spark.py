@@ -20,7 +20,7 @@ is flagged as noise.
 
 With ``--whole-job``, the million traces are then checked for real: ``kraftspec conform`` itself
 runs them, in a process of its own, and the 20-minute goal is judged by the seconds it reports
-rather than by the projection (which, from a few thousand traces, came out 4 to 9% above the whole
+rather than by the projection (which, from a few thousand traces, came out 4 to 10% above the whole
 job run beside it).
 """
 
