@@ -185,9 +185,21 @@ def met(value: float, goal: float, higher_is_better: bool) -> bool:
     return value >= goal if higher_is_better else value <= goal
 
 
+def close_call(value: float, goal: float, higher_is_better: bool) -> str:
+    """For a figure within 1% of its goal, but not on it, by how much it meets or misses it: the
+    digits a figure is shown with may hide that (a median of 1.6996 times against a goal of 1.70 is
+    shown as 1.70x, and not met). Otherwise nothing."""
+    if not goal or value == goal or abs(value - goal) >= 0.01 * abs(goal):
+        return ""
+    beyond = (value - goal) / abs(goal) * (1 if higher_is_better else -1)
+    return f" ({'ahead' if beyond > 0 else 'short'} by {abs(beyond):.2%}: {value:.5g} against {goal:.5g})"
+
+
 def verdict(figure: dict, goal: float, higher_is_better: bool = True) -> str:
-    """``met`` or ``NOT met`` for the median, and whether the rounds fall on both sides of the goal."""
+    """``met`` or ``NOT met`` for the median, by how much where it is a close call, and whether the
+    rounds fall on both sides of the goal."""
     text = "met" if met(figure["median"], goal, higher_is_better) else "NOT met"
+    text += close_call(figure["median"], goal, higher_is_better)
     if figure["min"] < goal < figure["max"]:
         text += ", but the rounds fall on both sides of it"
     return text

@@ -186,6 +186,14 @@ def test_the_stats_warn_of_a_wide_spread_and_of_ratios_two_workers_cannot_give()
     busy = busy_warning([0.5, cores() + 3.5, 1.0], "the ratios are off")
     assert f"reached {cores() + 3.5:.2f} on {cores()} cores" in busy and busy.endswith("the ratios are off")
     assert verdict(steady, 1.7) == "met"
+    # a median shown as 1.70x against a goal of 1.70x, and not met: the verdict says by how much
+    assert verdict(summary([1.69957, 1.69957]), 1.7) == "NOT met (short by 0.03%: 1.6996 against 1.7)"
+    assert verdict(summary([19.9, 19.9]), 20, higher_is_better=False) == "met (ahead by 0.50%: 19.9 against 20)"
+    assert verdict(summary([1.7, 1.7]), 1.7) == "met" and verdict(summary([1.8, 1.8]), 1.7) == "met"
+    from kraftspec.bench import verdict as single_verdict
+
+    assert single_verdict(5.02, 5.0, False) == "NOT met (short by 0.40%: 5.02 against 5)"
+    assert single_verdict(0.4, 0.5, True) == "NOT met"
     assert verdict(summary([1.5, 1.8, 1.9]), 1.7) == "met, but the rounds fall on both sides of it"
     assert verdict(summary([30.0, 33.0, 35.0]), 20, higher_is_better=False) == "NOT met"
 
