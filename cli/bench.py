@@ -236,11 +236,10 @@ def snapshot_load(partitions: int, brokers: int, out) -> dict:
 
 
 def verdict(value: float, goal: float, higher_is_better: bool) -> str:
-    """``met`` or ``NOT met``, by how much where it is a close call (bench_stats.close_call)."""
-    from kraftspec.bench_stats import close_call
+    """``met`` or ``NOT met``, by how much where it is a close call (bench_stats.value_verdict)."""
+    from kraftspec.bench_stats import value_verdict
 
-    met = value >= goal if higher_is_better else value <= goal
-    return ("met" if met else "NOT met") + close_call(value, goal, higher_is_better)
+    return value_verdict(value, goal, higher_is_better)
 
 
 def measured_brokers(brokers: int, count: int, offset: float = 0.0) -> list[int]:

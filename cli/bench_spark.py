@@ -40,7 +40,6 @@ from attrs import evolve
 from kraftspec.bench_stats import (
     NOISY,
     busy_warning,
-    close_call,
     cores,
     impossible_warning,
     interleaved,
@@ -55,6 +54,7 @@ from kraftspec.bench_stats import (
     speed_line,
     speed_warning,
     summary,
+    value_verdict,
     verdict,
 )
 from kraftspec.spec.profiles import DEFAULT_PROFILE
@@ -352,7 +352,7 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE, whole: bool =
         scaled = "" if job_traces == GOAL_TRACES else f", {minutes:.1f} minutes at {GOAL_TRACES:,}"
         say(out, f"{job_traces:,} traces of {GOAL_STEPS} events, the whole job: {job['minutes']:.1f} minutes "
             f"({job['seconds']:,.1f} s, {job['events_per_second']:,} events/s{scaled}); goal {GOAL_MINUTES} minutes for "
-            f"{GOAL_TRACES:,}: {'met' if job['met'] else 'NOT met'}{close_call(minutes, GOAL_MINUTES, False)} "
+            f"{GOAL_TRACES:,}: {value_verdict(minutes, GOAL_MINUTES, False)} "
             f"(load average {job['load_after']:.2f}, "
             f"machine speed {speeds[-1]:.2f} after it)")
     # the load after the whole job is mostly the job's own (two Python workers and Spark's JVM),

@@ -195,11 +195,15 @@ def close_call(value: float, goal: float, higher_is_better: bool) -> str:
     return f" ({'ahead' if beyond > 0 else 'short'} by {abs(beyond):.2%}: {value:.5g} against {goal:.5g})"
 
 
+def value_verdict(value: float, goal: float, higher_is_better: bool = True) -> str:
+    """``met`` or ``NOT met`` for one figure, by how much where it is a close call."""
+    return ("met" if met(value, goal, higher_is_better) else "NOT met") + close_call(value, goal, higher_is_better)
+
+
 def verdict(figure: dict, goal: float, higher_is_better: bool = True) -> str:
     """``met`` or ``NOT met`` for the median, by how much where it is a close call, and whether the
     rounds fall on both sides of the goal."""
-    text = "met" if met(figure["median"], goal, higher_is_better) else "NOT met"
-    text += close_call(figure["median"], goal, higher_is_better)
+    text = value_verdict(figure["median"], goal, higher_is_better)
     if figure["min"] < goal < figure["max"]:
         text += ", but the rounds fall on both sides of it"
     return text
