@@ -525,7 +525,7 @@ class Controller:
             if topic_id != current:
                 current = topic_id
                 yield say.topic(name, topic_id)
-            yield PartitionRecord(
+            yield PartitionRecord.make(
                 partition_id=partition_id, topic_id=topic_id, replicas=replicas, isr=isr,
                 removing_replicas=removing, adding_replicas=adding, leader=leader,
                 leader_epoch=leader_epoch, partition_epoch=partition_epoch,

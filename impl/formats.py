@@ -70,7 +70,7 @@ class SeedFormats:
 
     def finalized(self, features: Iterable[tuple[str, int, int]]) -> list[Struct]:
         """LOG-14, LOG-17: one FeatureLevelRecord per finalized (name, min, max), by name."""
-        return [FeatureLevelRecord(name=name, min_feature_level=low, max_feature_level=high) for name, low, high in sorted(features)]
+        return [FeatureLevelRecord.make(name=name, min_feature_level=low, max_feature_level=high) for name, low, high in sorted(features)]
 
     def registration(
         self, broker_id: int, incarnation_id: UUID, epoch: int, end_points, features, rack,
@@ -78,24 +78,24 @@ class SeedFormats:
     ) -> tuple[Struct, ...]:
         """REG-6, REG-8: a RegisterBrokerRecord replays as fenced, so an unfenced registration is
         the record and an UnfenceBrokerRecord after it. Seed 000 records no controlled shutdown."""
-        record = RegisterBrokerRecord(
+        record = RegisterBrokerRecord.make(
             broker_id=broker_id, incarnation_id=incarnation_id, broker_epoch=epoch,
             end_points=end_points, features=features, rack=rack,
         )
-        return (record,) if fenced else (record, UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch))
+        return (record,) if fenced else (record, UnfenceBrokerRecord.make(broker_id=broker_id, broker_epoch=epoch))
 
     def fence(self, broker_id: int, epoch: int) -> Struct:
-        return FenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch)
+        return FenceBrokerRecord.make(broker_id=broker_id, broker_epoch=epoch)
 
     def unfence(self, broker_id: int, epoch: int) -> Struct:
-        return UnfenceBrokerRecord(broker_id=broker_id, broker_epoch=epoch)
+        return UnfenceBrokerRecord.make(broker_id=broker_id, broker_epoch=epoch)
 
     def shutdown_begins(self, broker_id: int, epoch: int, already: bool) -> tuple[Struct, ...]:
         """SHUT-1: seed 000 has no record for it; the active controller keeps it in its leases (DEC-14)."""
         return ()
 
     def topic(self, name: str, topic_id: UUID) -> Struct:
-        return TopicRecord(topic_name=name, topic_id=topic_id)
+        return TopicRecord.make(topic_name=name, topic_id=topic_id)
 
 
 def _change_fences(record) -> bool | None:
@@ -119,7 +119,7 @@ class KafkaFormats:
 
     def finalized(self, features: Iterable[tuple[str, int, int]]) -> list[Struct]:
         """LOG-14, LOG-17: one level per feature, by name (the configuration gives min = max)."""
-        return [KafkaFeatureLevelRecord(name=name, feature_level=high) for name, _, high in sorted(features)]
+        return [KafkaFeatureLevelRecord.make(name=name, feature_level=high) for name, _, high in sorted(features)]
 
     def registration(
         self, broker_id: int, incarnation_id: UUID, epoch: int, end_points, features, rack,
@@ -127,26 +127,26 @@ class KafkaFormats:
     ) -> tuple[Struct, ...]:
         """REG-6, REG-8: one RegisterBrokerRecord, which says whether the registration is fenced
         and in controlled shutdown."""
-        return (KafkaRegisterBrokerRecord(
+        return (KafkaRegisterBrokerRecord.make(
             broker_id=broker_id, incarnation_id=incarnation_id, broker_epoch=epoch,
             end_points=end_points or (), features=features or (), rack=rack,
             fenced=fenced, in_controlled_shutdown=in_controlled_shutdown,
         ),)
 
     def fence(self, broker_id: int, epoch: int) -> Struct:
-        return BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=FENCE)
+        return BrokerRegistrationChangeRecord.make(broker_id=broker_id, broker_epoch=epoch, fenced=FENCE)
 
     def unfence(self, broker_id: int, epoch: int) -> Struct:
-        return BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=UNFENCE)
+        return BrokerRegistrationChangeRecord.make(broker_id=broker_id, broker_epoch=epoch, fenced=UNFENCE)
 
     def shutdown_begins(self, broker_id: int, epoch: int, already: bool) -> tuple[Struct, ...]:
         """SHUT-1: the registration records the controlled shutdown, unless it already does."""
         if already:
             return ()
-        return (BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN),)
+        return (BrokerRegistrationChangeRecord.make(broker_id=broker_id, broker_epoch=epoch, in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN),)
 
     def topic(self, name: str, topic_id: UUID) -> Struct:
-        return KafkaTopicRecord(name=name, topic_id=topic_id)
+        return KafkaTopicRecord.make(name=name, topic_id=topic_id)
 
 
 RecordFormats = SeedFormats | KafkaFormats

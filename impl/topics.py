@@ -100,7 +100,7 @@ def create_topic(controller: Controller, topic, first: bool, taken: set, room: i
         return no_isr, []
     records = [controller.formats.topic(name, topic.topic_id)]  # DEC-22: the profile's TopicRecord
     for partition_id, (replicas, isr) in enumerate(zip(assignment, isrs, strict=True)):
-        records.append(PartitionRecord(
+        records.append(PartitionRecord.make(
             partition_id=partition_id, topic_id=topic.topic_id, replicas=replicas, isr=isr,
             removing_replicas=(), adding_replicas=(), leader=isr[0], leader_epoch=0, partition_epoch=0,
         ))
