@@ -102,25 +102,25 @@ class FaultySimulation(Simulation):
         options = super().actions()
         faults, image, facts = self.faults, self.state.image, self.facts()
         if "duplicate-broker" in faults and image.brokers:
-            options.append((0.4, self.impostor))
+            options.append((0.4, "impostor"))
         if "stale-epoch" in faults and self.old_epochs:
-            options.append((0.5, self.stale_heartbeat))
+            options.append((0.5, "stale_heartbeat"))
         if "late-heartbeat" in faults and self.sent_heartbeats:
-            options.append((0.5, self.late_heartbeat))
+            options.append((0.5, "late_heartbeat"))
         if "failover" in faults:
-            options.append((0.6, self.failover))
+            options.append((0.6, "failover"))
         if "malformed" in faults:
-            options.append((0.6, self.malformed))
+            options.append((0.6, "malformed"))
         if "faulty-leader" in faults and (self.views or facts.led):
-            options.append((0.8, self.faulty_alter_isr))
+            options.append((0.8, "faulty_alter_isr"))
         if "operator-mistakes" in faults:
-            options.append((0.5, self.operator_mistake))
+            options.append((0.5, "operator_mistake"))
         topic = facts.topic
         if topic is not None:
             topic_id = topic.topic_id
             moving = facts.moving and any(p.is_reassigning for p in image.partitions.values() if p.topic_id == topic_id)
-            options.append((0.6 if moving else 0.2, self.delete_and_recreate))
-            options.append((0.3, self.list_reassignments))
+            options.append((0.6 if moving else 0.2, "delete_and_recreate"))
+            options.append((0.3, "list_reassignments"))
         return options
 
     def commit(self):

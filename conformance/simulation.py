@@ -136,7 +136,8 @@ class Simulation:
     def choose(self) -> tuple[str, Event]:
         """One of the possible actions, drawn by weight, and done. The draw is
         ``rng.choices(actions, weights)[0]`` written out (the same call to the generator and the
-        same arithmetic, so the same choice), without building the lists it needs twice."""
+        same arithmetic, so the same choice), without building the lists it needs twice. Actions
+        are named by their methods, and only the chosen one is looked up."""
         cumulative: list[float] = []
         possible = []
         total = 0
@@ -145,7 +146,7 @@ class Simulation:
                 total += weight
                 cumulative.append(total)
                 possible.append(action)
-        return possible[bisect(cumulative, self.rng.random() * (total + 0.0), 0, len(possible) - 1)]()
+        return getattr(self, possible[bisect(cumulative, self.rng.random() * (total + 0.0), 0, len(possible) - 1)])()
 
     def facts(self) -> ImageFacts:
         """The facts of the controller's metadata image as it stands (ImageFacts)."""
@@ -155,7 +156,8 @@ class Simulation:
         return facts
 
     def actions(self):
-        """(weight, action) for everything that can happen now; one pass over the brokers."""
+        """(weight, the name of the method that does it) for everything that can happen now; one
+        pass over the brokers."""
         state = self.state
         now = state.now_ms
         image = state.image
@@ -183,21 +185,21 @@ class Simulation:
         topic = facts.topic
         moving = topic is not None and facts.moving
         return [
-            (5 if starters else 0, self.register),
-            (6 if due else 0, self.heartbeat),
-            (4 if state.log_end_offset > state.committed_offset else 0, self.commit),
-            (10 if never_started else 1 if stopped else 0, self.start),
-            (2 if recovering else 0, self.finish_recovery),
-            (self.topic_weight(topic, len(running)), self.create_topic),
-            (0 if topic is None else 4 if moving else 2, self.alter_isr),  # followers of a move catch up
-            (1.5 if topic is not None and len(image.brokers) > 1 else 0, self.reassign),
-            (0.3 if running else 0, self.sigterm),
-            (0.2 if running else 0, self.crash),
-            (0.3 if stopped and self.decommissionable() else 0, self.unregister),
-            (4 if impatient else 0, self.give_up_shutdown),
-            (0.2, self.failover),
-            (0.3, self.snapshot),
-            (3, self.tick),
+            (5 if starters else 0, "register"),
+            (6 if due else 0, "heartbeat"),
+            (4 if state.log_end_offset > state.committed_offset else 0, "commit"),
+            (10 if never_started else 1 if stopped else 0, "start"),
+            (2 if recovering else 0, "finish_recovery"),
+            (self.topic_weight(topic, len(running)), "create_topic"),
+            (0 if topic is None else 4 if moving else 2, "alter_isr"),  # followers of a move catch up
+            (1.5 if topic is not None and len(image.brokers) > 1 else 0, "reassign"),
+            (0.3 if running else 0, "sigterm"),
+            (0.2 if running else 0, "crash"),
+            (0.3 if stopped and self.decommissionable() else 0, "unregister"),
+            (4 if impatient else 0, "give_up_shutdown"),
+            (0.2, "failover"),
+            (0.3, "snapshot"),
+            (3, "tick"),
         ]
 
     # ---- who can do what --------------------------------------------------------------
