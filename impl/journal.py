@@ -14,7 +14,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-Key = tuple[Any, ...]  # ("broker", id), ("feature", name), ("topic", id), ("partition", topic id, index)
+# ("broker", id), ("feature", name), ("topic", id), ("partition", the topic id's int, index): a
+# partition's key holds its topic's id as UUID.int, whose hash is computed in C (a UUID's own hash
+# runs in Python, and replay hashes a partition's key once per record)
+Key = tuple[Any, ...]
 
 
 class Journal:

@@ -199,7 +199,7 @@ class ReplicationControl:
         partition_id = record.partition_id
         if topic is None or partition_id > len(topic.partitions):
             return False
-        key = ("partition", record.topic_id, partition_id)
+        key = ("partition", record.topic_id.int, partition_id)
         if partition_id < len(topic.partitions):  # a snapshot or a repeat replaces it
             existing = topic.partitions[partition_id]
             self.journal.remember(key, existing.fields)
@@ -232,16 +232,16 @@ class ReplicationControl:
     def replay_partition_change(self, record) -> bool:
         """PART-2: null fields and Leader -2 are unchanged; every change bumps the partition
         epoch; a Leader field bumps the leader epoch (DEC-17)."""
-        topic_id, partition_id = record.topic_id, record.partition_id
-        topic = self.topics_by_int.get(topic_id.int)
+        topic_number, partition_id = record.topic_id.int, record.partition_id
+        topic = self.topics_by_int.get(topic_number)
         if topic is None or not 0 <= partition_id < len(topic.partitions):
             return False
         partition = topic.partitions[partition_id]
         images = self.journal.current
         if images is not None:  # Journal.remember, inline (replay pays it once per record): the
             # before-image unless this batch has one; a tuple made for nothing costs less than a
-            # second hash of the key (a UUID's hash runs in Python)
-            images.setdefault(("partition", topic_id, partition_id), partition.fields())
+            # second hash of the key
+            images.setdefault(("partition", topic_number, partition_id), partition.fields())
         if record.replicas is None and record.removing_replicas is None and record.adding_replicas is None:
             # only the ISR and the leader: the replica index and the reassigning set stand
             isr = record.isr
@@ -314,8 +314,8 @@ class ReplicationControl:
                     topic.partitions.append(partition)
                     self._index(partition)
         else:
-            _, topic_id, partition_id = key
-            topic = self.topics[topic_id]
+            _, topic_number, partition_id = key
+            topic = self.topics_by_int[topic_number]
             if before is None:  # created by the batch: it is the last one of its topic
                 partition = topic.partitions.pop()
                 self._unindex(partition)
@@ -336,7 +336,7 @@ class ReplicationControl:
         candidates: set[tuple[UUID, int]] = set()
         if only_reassigning:
             candidates |= {(p.topic.topic_id, p.partition_id) for p in self.reassigning}
-            candidates |= {(key[1], key[2]) for key in touched if key[0] == "partition"}
+            candidates |= {(UUID(int=key[1]), key[2]) for key in touched if key[0] == "partition"}
             topic_ids = {key[1] for key in touched if key[0] == "topic"}
         else:
             topic_ids = set(self.topics) | {key[1] for key in touched if key[0] == "topic"}
@@ -375,7 +375,7 @@ class ReplicationControl:
 
     def _committed_partition(self, topic_id: UUID, partition_id: int) -> tuple | None:
         for _, images in self.journal.batches:
-            key = ("partition", topic_id, partition_id)
+            key = ("partition", topic_id.int, partition_id)
             if key in images:
                 return images[key]
             if ("topic", topic_id) in images:
