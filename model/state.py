@@ -377,7 +377,7 @@ class ControllerState:
         return replace(self, **changes)
 
 
-# The model copies its state at every step, several times: evolve() runs as the copier replace()
-# would pick, itself, so that a copy skips replace()'s lookup of it and the two passes of the
-# changed fields through a dictionary (the same copy, the same error for an unknown field).
+# The model copies its state several times a step: evolve() is the very copier that replace() would
+# pick for the class, so that a copy skips replace()'s lookup of it and the two passes of the changed
+# fields through a dictionary (the same copy, and the same error for an unknown field).
 ControllerState.evolve = _make_replacer(ControllerState)  # type: ignore[method-assign]
