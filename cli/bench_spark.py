@@ -47,6 +47,7 @@ from kraftspec.bench_stats import (
     load_line,
     loads_seen,
     machine_speed,
+    met,
     noise_warning,
     ratios,
     say,
@@ -306,7 +307,7 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE, whole: bool =
         low, high = form.format(figure["min"]), form.format(figure["max"])
         goal_text = ""
         if goal is not None:
-            figure["goal"], figure["met"] = goal, figure["median"] >= goal if higher_is_better else figure["median"] <= goal
+            figure["goal"], figure["met"] = goal, met(figure["median"], goal, higher_is_better)
             goal_text = f"; goal {form.format(goal)}: {verdict(figure, goal, higher_is_better)}"
         say(out, f"{text}: {shown} (rounds {low} to {high}, spread {figure['spread']:.0%}){goal_text}")
         for warning in (noise_warning(text, figure, seen, form=form),
@@ -348,7 +349,7 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE, whole: bool =
         job["load_after"] = load_average()[0]
         speeds.append(machine_speed())
         minutes = job["minutes"] * GOAL_TRACES / job_traces  # the same at full size
-        job.update(goal_minutes=GOAL_MINUTES, met=minutes <= GOAL_MINUTES)
+        job.update(goal_minutes=GOAL_MINUTES, met=met(minutes, GOAL_MINUTES, False))
         scaled = "" if job_traces == GOAL_TRACES else f", {minutes:.1f} minutes at {GOAL_TRACES:,}"
         say(out, f"{job_traces:,} traces of {GOAL_STEPS} events, the whole job: {job['minutes']:.1f} minutes "
             f"({job['seconds']:,.1f} s, {job['events_per_second']:,} events/s{scaled}); goal {GOAL_MINUTES} minutes for "
