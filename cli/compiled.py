@@ -16,13 +16,16 @@ as extension types whose attributes are Python objects, as their ``__slots__`` a
 code reads and writes them as fields of a C struct rather than through a lookup by name; and, for
 the functions and methods of the request path, which of their variables (and of the controller's
 and the state's attributes) hold one of impl's own objects (the ``Controller``, a ``Lease``, a
-``Partition``, ...), so that compiled code reaches that object's fields and methods directly. Such
-a variable only ever holds an object impl made, of that class (or None, checked as plain Python
-checks it: the build sets ``nonecheck``), so the compiled code accepts and returns what the plain
-code does; only a test that put an object of another class there (none does, compiled) would see
-a TypeError. The declaration files are part of the build key, as the sources are. A function
-declared there must not hold a closure (a generator expression, a lambda), which Cython does not
-compile in such functions: impl writes list comprehensions there instead.
+``Partition``, ...), so that compiled code reaches that object's fields and methods directly; and
+which of them only ever hold a dict, a list or a set (the indexes, the leases, the journal's open
+batch), so that compiled code calls that container's methods directly rather than looking them up
+by name each time. Such a variable only ever holds an object impl made, of that class or
+container (or None, checked as plain Python checks it: the build sets ``nonecheck``), so the
+compiled code accepts and returns what the plain code does; only a test that put an object of
+another class there (none does, compiled) would see a TypeError. The declaration files are part
+of the build key, as the sources are. A function declared there must not hold a closure (a
+generator expression, a lambda), which Cython does not compile in such functions: impl writes
+list comprehensions there instead.
 
 Nothing is compiled or loaded unless asked: without ``KRAFTSPEC_COMPILED=1`` every module is
 plain Python, and the tools that rewrite the model's functions (the mutation checks) always run on

@@ -9,7 +9,8 @@ cdef class Registration:
     cdef public object broker_id, incarnation_id, epoch, end_points, features, rack, fenced, in_controlled_shutdown
 
 cdef class ClusterControl:
-    cdef public object brokers, features, journal
+    cdef public dict brokers, features
+    cdef public object journal
 
     @cython.locals(registration=Registration)
     cpdef is_active(self, broker_id)

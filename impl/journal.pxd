@@ -4,7 +4,8 @@
 # cli/compiled.py says why and what may be declared.
 
 cdef class Journal:
-    cdef public object batches, current
+    cdef public object batches
+    cdef public dict current
 
     cpdef open_batch(self)
     cpdef close_batch(self, end_offset)

@@ -9,7 +9,10 @@ cdef class Lease:
     cdef public object last_contact_ms, metadata_offset, in_controlled_shutdown, released, shutdown_offset, version
 
 cdef class LeaseManager:
-    cdef public object session_timeout_ms, lapse_margin, leases, deadlines, acknowledged, unfenced, _versions
+    cdef public object session_timeout_ms, lapse_margin, deadlines, _versions
+    cdef public dict leases
+    cdef public list acknowledged
+    cdef public set unfenced
     cdef public object sessions, next_scan_ms
 
     @cython.locals(lease=Lease)

@@ -5,6 +5,8 @@
 
 cimport cython
 
+from kraftspec.impl.journal cimport Journal
+
 cdef class Topic:
     cdef public object name, topic_id, partitions
 
@@ -15,7 +17,10 @@ cdef class Partition:
     cpdef fields(self)
 
 cdef class ReplicationControl:
-    cdef public object topics, topics_by_name, topics_by_int, replica_of, leaderships, reassigning, journal
+    cdef public dict topics, topics_by_name, topics_by_int, replica_of, leaderships
+    cdef public set reassigning
+    cdef public Journal journal
+    cdef public object topic_places
 
     @cython.locals(topic=Topic)
     cpdef partition(self, topic_id, partition_id)
@@ -23,5 +28,5 @@ cdef class ReplicationControl:
     @cython.locals(topic=Topic, partition=Partition)
     cpdef replay_partition(self, record)
 
-    @cython.locals(topic=Topic, partition=Partition)
+    @cython.locals(topic=Topic, partition=Partition, images=dict, counts=dict)
     cpdef replay_partition_change(self, record)

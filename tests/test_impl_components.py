@@ -20,6 +20,7 @@ from kraftspec.impl.messages import (
     CreateTopicsRequest,
     PartitionChangeRecord,
     PartitionRecord,
+    RemoveTopicRecord,
     Struct,
     TopicRecord,
     UnregisterBrokerRequest,
@@ -148,6 +149,43 @@ def test_the_index_follows_every_change_and_undo_restores_it(changes):
     for key, image in journal.undo_order():
         replication.restore(key, image)
     assert replication.topics[T].partitions[0].fields() == before and index_is_right(replication)
+
+
+topic_steps = st.lists(st.tuples(st.sampled_from(["add", "remove", "ask", "commit", "fail over"]), st.sampled_from("cabd"),
+                                 st.integers(0, 3)), max_size=25)
+
+
+@given(topic_steps)
+def test_partitions_of_a_broker_are_in_partition_order_as_topics_come_and_go(steps):
+    """PART-5: partitions_of gives a broker's partitions by topic name, then partition id, whatever
+    topics were created, removed, or put back or taken away again by a failover's undo (LOG-10)
+    since it was last asked; its order of the topics, kept between calls, must follow each."""
+    journal = Journal()
+    replication = ReplicationControl(journal)
+    offset = 0
+    for action, name, number in steps:
+        topic_id = UUID(int=ord(name))
+        offset += 1
+        journal.open_batch()  # each step a batch of its own, as each request's records are
+        if action == "add" and replication.replay_topic(TopicRecord(topic_name=name, topic_id=topic_id)):
+            for partition_id in range(number + 1):  # on brokers 1 and 2, each leading in turn
+                replication.replay_partition(PartitionRecord(partition_id=partition_id, topic_id=topic_id, replicas=(1, 2),
+                                                             isr=(1, 2), leader=1 + partition_id % 2))
+        elif action == "remove":
+            replication.replay_remove_topic(RemoveTopicRecord(topic_id=topic_id))
+        journal.close_batch(offset)
+        if action == "commit":
+            journal.commit(offset)
+        elif action == "fail over":  # every uncommitted batch undone
+            for key, image in journal.undo_order():
+                replication.restore(key, image)
+            journal.clear()
+        held = replication.partitions_of(1 + number % 2)
+        expected = sorted((p for t in replication.topics.values() for p in t.partitions), key=lambda p: (p.topic.name, p.partition_id))
+        assert [(p.topic.name, p.partition_id) for p in held] == [(p.topic.name, p.partition_id) for p in expected]
+        assert all(p is q for p, q in zip(held, expected, strict=True))
+        # and the places kept name no topic that is gone (which would keep its partitions alive)
+        assert replication.topic_places is None or set(replication.topic_places) <= set(replication.topics.values())
 
 
 # ---- the builder ------------------------------------------------------------------------------

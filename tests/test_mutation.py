@@ -885,7 +885,7 @@ SWEEP_WITNESSES = {
         ("impl/replication.py:ReplicationControl.committed_partitions:14", "0 -> 1")]),
     listing_skips_topics_created_uncommitted: (None, [
         ("impl/replication.py:ReplicationControl.committed_partitions:28", "continue -> break")]),
-    topic_created_uncommitted_then_failover: (None, [("impl/replication.py:ReplicationControl.restore:8", "del self.topics[topic_id] -> pass")]),
+    topic_created_uncommitted_then_failover: (None, [("impl/replication.py:ReplicationControl.restore:9", "del self.topics[topic_id] -> pass")]),
     committed_topics_in_name_order: (None, [("impl/replication.py:ReplicationControl.committed_partitions:41", "0 -> 1")]),
     listing_some_topics_skips_the_others: (None, [
         ("impl/reassignment.py:handle_list_partition_reassignments:15", "continue -> break"),
