@@ -25,7 +25,7 @@ cdef class ReplicationControl:
     @cython.locals(topic=Topic)
     cpdef partition(self, topic_id, partition_id)
 
-    @cython.locals(topic=Topic, partition=Partition)
+    @cython.locals(topic=Topic, partition=Partition, held=set)
     cpdef replay_partition(self, record)
 
     @cython.locals(topic=Topic, partition=Partition, images=dict, counts=dict)
