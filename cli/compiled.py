@@ -17,9 +17,11 @@ code reads and writes them as fields of a C struct rather than through a lookup 
 the functions and methods of the request path, which of their variables (and of the controller's
 and the state's attributes) hold one of impl's own objects (the ``Controller``, a ``Lease``, a
 ``Partition``, ...), so that compiled code reaches that object's fields and methods directly; and
-which of them only ever hold a dict, a list or a set (the indexes, the leases, the journal's open
-batch), so that compiled code calls that container's methods directly rather than looking them up
-by name each time. Such a variable only ever holds an object impl made, of that class or
+which of them only ever hold a dict, a list, a set, a tuple or bytes (the indexes, the leases, the
+journal's open batch, a snapshot's frames), so that compiled code calls that container's methods,
+or indexes and slices it, directly rather than through a lookup by name; and, in the loops that read
+a snapshot's bytes, which variables are C integers (positions and lengths within a batch, which are
+far below the C type's limits, so they hold the values plain Python's ints would). Such a variable only ever holds an object impl made, of that class or
 container (or None, checked as plain Python checks it: the build sets ``nonecheck``), so the
 compiled code accepts and returns what the plain code does; only a test that put an object of
 another class there (none does, compiled) would see a TypeError. The declaration files are part

@@ -59,14 +59,14 @@ class Partition:
 _BROKER_LISTS: dict[tuple, tuple] = {}
 _BROKER_LISTS_MAX = 1 << 16
 _already_shared = _BROKER_LISTS.get
-"""shared()'s lookup as a bound method, for replay to try first (one C call, where compiled code
-looks ``get`` up on the dict each time)."""
+"""shared()'s lookup as a bound method (one C call, where compiled code would look ``get`` up on
+the dict each time); replay of a partition change tries it before calling shared()."""
 
 
 def shared(brokers: tuple) -> tuple:
     """One tuple object for every equal list of brokers: a large cluster has far fewer distinct
     replica lists and ISRs than partitions, and a tuple of three costs 64 bytes each time."""
-    found = _BROKER_LISTS.get(brokers)
+    found = _already_shared(brokers)
     if found is not None:
         return found
     if len(_BROKER_LISTS) >= _BROKER_LISTS_MAX:

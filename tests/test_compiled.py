@@ -16,9 +16,11 @@ from kraftspec.compiled import MANIFEST, build_key, sources
 # What a process writes, compiled or plain: which kraftspec modules it ran compiled, then, for
 # walks of both profiles and the corpus recorded again, every line and the verdicts of impl.
 PROGRAM = r"""
-import json, sys
+import json, sys, tempfile
 from pathlib import Path
 from kraftspec import compiled
+from kraftspec.bench import impl_cluster, impl_config, impl_fence
+from kraftspec.impl.controller import Controller
 from kraftspec.conformance.adapters import ImplAdapter
 from kraftspec.conformance.generate import walk
 from kraftspec.conformance.targeted import rerecorded
@@ -37,6 +39,20 @@ for profile in ("kip-631", "kafka"):
 for path in sorted(Path(sys.argv[2]).glob("*.jsonl")):
     trace = rerecorded(read(path))
     out.write(path.name + " " + trace.name + "\n" + "\n".join(trace.lines()) + "\n")
+# a snapshot written and loaded from disk (the load reads plain PartitionRecords a batch at a time),
+# after two fencings have given its partitions ISRs and leaders of several shapes
+for profile in ("kip-631", "kafka"):
+    with tempfile.TemporaryDirectory() as directory:
+        controller = impl_cluster(2500, 12, directory, profile=profile)
+        impl_fence(controller, 3), impl_fence(controller, 8)
+        controller.take_snapshot()
+        controller.close()
+        loaded = Controller.open(directory, impl_config(profile))
+        replication = loaded.state.replication
+        for name in sorted(replication.topics_by_name):
+            topic = replication.topics_by_name[name]
+            out.write(f"{profile} {name} {topic.topic_id} {[p.fields() for p in topic.partitions]}\n")
+        loaded.close()
 out.close()
 print(json.dumps(compiled.loaded()))
 """
@@ -74,10 +90,12 @@ def test_a_compiled_run_writes_the_same_traces_and_verdicts_as_a_plain_one(tmp_p
     assert plain_modules == []
     # the model's heart, the generator and impl really ran compiled
     for name in ("kraftspec.model.controller", "kraftspec.model.state", "kraftspec.model.heartbeat",
-                 "kraftspec.conformance.simulation", "kraftspec.conformance.generate", "kraftspec.impl.controller"):
+                 "kraftspec.conformance.simulation", "kraftspec.conformance.generate", "kraftspec.impl.controller",
+                 "kraftspec.impl.codec", "kraftspec.impl.batch_format"):
         assert name in compiled_modules
     assert compiled_bytes == plain_bytes
     assert b"[true, true, true]" in plain_bytes and b"false" not in plain_bytes.split(b"\n")[2]
+    assert plain_bytes.count(b"\nkip-631 topic-") == plain_bytes.count(b"\nkafka topic-") == 2  # the snapshots loaded
 
 
 def test_a_build_that_does_not_match_the_sources_is_not_used(tmp_path, build):
