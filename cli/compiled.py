@@ -10,10 +10,10 @@ once on standard error) until ``kraftspec compile`` is run again. Nothing else c
 to read beside the spec stay the files that run, and a compiled run writes the same traces, byte
 for byte, as a plain one (tests/test_compiled.py).
 
-Beside some of impl's modules lies a Cython declaration file (``impl/leases.pxd`` beside
-``impl/leases.py``, ...), which plain Python never reads. It declares that module's slotted classes
-as extension types whose attributes are Python objects, as their ``__slots__`` are, so that compiled
-code reads and writes them as fields of a C struct rather than through a lookup by name; and, for
+Beside some of impl's modules, and beside the walk generator's simulation, lies a Cython declaration
+file (``impl/leases.pxd`` beside ``impl/leases.py``, ``conformance/simulation.pxd``, ...), which
+plain Python never reads. It declares that module's slotted classes as extension types whose
+attributes are Python objects, as their ``__slots__`` are, so that compiled code reads and writes them as fields of a C struct rather than through a lookup by name; and, for
 the functions and methods of the request path, which of their variables (and of the controller's
 and the state's attributes) hold one of impl's own objects (the ``Controller``, a ``Lease``, a
 ``Partition``, ...), so that compiled code reaches that object's fields and methods directly; and

@@ -101,6 +101,9 @@ class Happening:
 class Simulation:
     """The world around the controller. ``run`` yields one :class:`Happening` per step."""
 
+    __slots__ = ("rng", "state", "processes", "heartbeat_due", "waiting_registration", "registration_due",
+                 "shutdown_asked_at", "incarnations", "own_request", "asked", "partition_count", "_facts")
+
     def __init__(self, seed: int, broker_count: int, partition_count: int, config: Config | None = None):
         self.rng = random.Random(seed)
         self.state: ControllerState = initial_state(config)
