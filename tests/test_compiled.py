@@ -170,13 +170,15 @@ def test_a_compiled_trace_is_freed_when_it_is_done_not_by_the_cyclic_collector(b
 
 
 def test_the_declaration_files_are_part_of_the_build_key(tmp_path):
-    """impl's .pxd files (Cython declarations beside the sources) change the build as the sources do."""
+    """The .pxd files (Cython declarations beside impl's sources and the simulation's) change the
+    build as the sources do."""
     from kraftspec.compiled import declarations
 
     modules = sources()
     pxds = declarations(modules)
-    assert {"kraftspec.impl.controller", "kraftspec.impl.leases", "kraftspec.impl.replication"} <= set(pxds)
-    assert all(name.startswith("kraftspec.impl.") for name in pxds)
+    assert {"kraftspec.impl.controller", "kraftspec.impl.leases", "kraftspec.impl.replication", "kraftspec.impl.codec",
+            "kraftspec.conformance.simulation"} <= set(pxds)
+    assert all(name.startswith(("kraftspec.impl.", "kraftspec.conformance.")) for name in pxds)
     copy = tmp_path / "leases.py"
     copy.write_bytes(modules["kraftspec.impl.leases"].read_bytes())
     (tmp_path / "leases.pxd").write_bytes(pxds["kraftspec.impl.leases"].read_bytes())
