@@ -44,7 +44,8 @@ for path in sorted(Path(sys.argv[2]).glob("*.jsonl")):
 for profile in ("kip-631", "kafka"):
     with tempfile.TemporaryDirectory() as directory:
         controller = impl_cluster(2500, 12, directory, profile=profile)
-        impl_fence(controller, 3), impl_fence(controller, 8)
+        impl_fence(controller, 3)
+        impl_fence(controller, 8)
         controller.take_snapshot()
         controller.close()
         loaded = Controller.open(directory, impl_config(profile))
