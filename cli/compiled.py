@@ -30,6 +30,15 @@ declaration files are part of the build key, as the sources are. A function decl
 hold a closure (a generator expression, a lambda), which Cython does not compile in such functions:
 impl writes list comprehensions there instead.
 
+Some functions are in no source file: impl's message classes and codecs, the model state's copiers
+and the traces' JSON converters are written as source text when a class is made or first used, and
+attrs writes every attrs class's ``__init__`` and ``__eq__`` the same way. ``kraftspec compile``
+also runs the conformance job briefly (plain, in every profile, at every level), collects each such
+function that it writes and calls often, and compiles them into one more module
+(``kraftspec._generated``); a compiled process then uses a compiled one wherever a source's text is
+exactly one collected, and runs any other as before (kraftspec.generated says when a function may
+be compiled this way). The key of a build also covers that module's writer and the release of attrs.
+
 Nothing is compiled or loaded unless asked: without ``KRAFTSPEC_COMPILED=1`` every module is
 plain Python, and the tools that rewrite the model's functions (the mutation checks) always run on
 the plain modules.
@@ -40,16 +49,20 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.abc
+import importlib.metadata
 import importlib.machinery
 import importlib.util
 import json
 import os
 import shutil
+import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
 from pathlib import Path
+
+from . import generated
 
 ENABLE = "KRAFTSPEC_COMPILED"  # "1": load the compiled modules that match the sources
 DIRECTORY = "KRAFTSPEC_COMPILED_DIR"  # where builds are kept (default: the user's cache directory)
@@ -57,6 +70,7 @@ PACKAGES = ("kraftspec.model", "kraftspec.impl")  # every module of these, __ini
 MODULES = ("kraftspec.conformance.simulation", "kraftspec.conformance.generate", "kraftspec.conformance.adapters",
            "kraftspec.conformance.jsonform", "kraftspec.conformance.trace", "kraftspec.conformance.replay")
 MANIFEST = "manifest.json"
+GENERATED = "kraftspec._generated"  # the compiled equivalents of the functions written at run time (kraftspec.generated)
 
 
 class CompileError(Exception):
@@ -101,6 +115,8 @@ def build_key(modules: dict[str, Path]) -> str:
     this file builds: a hash of the four."""
     digest = hashlib.sha256(f"{sys.implementation.cache_tag} {sysconfig.get_platform()}\n".encode())
     digest.update(Path(__file__).read_bytes())
+    digest.update(Path(__file__).with_name("generated.py").read_bytes())
+    digest.update(f"attrs {importlib.metadata.version('attrs')}\n".encode())  # the source of its classes' methods
     pxds = declarations(modules)
     for name, path in modules.items():
         digest.update(f"{name}\n".encode())
@@ -137,8 +153,17 @@ class _Finder(importlib.abc.MetaPathFinder):
         file = self.built.get(name)
         if file is None:
             return None
-        loader = importlib.machinery.ExtensionFileLoader(name, str(file))
+        loader = _CompiledLoader(name, str(file))
         return importlib.util.spec_from_file_location(name, file, loader=loader)
+
+
+class _CompiledLoader(importlib.machinery.ExtensionFileLoader):
+    """Loads a compiled module, then gives its attrs classes the compiled methods the build has
+    for them (kraftspec.generated)."""
+
+    def exec_module(self, module) -> None:
+        super().exec_module(module)
+        generated.adopt(module)
 
 
 class _ImportsFirst(importlib.abc.Loader):
@@ -172,8 +197,19 @@ def enable() -> Path | None:
               "running plain Python (run `kraftspec compile` to build one)", file=sys.stderr)
         return None
     built = {name: directory / file for name, file in manifest["modules"].items() if name in modules}
+    if manifest.get("generated"):
+        factories = _load(GENERATED, directory / manifest["generated"])
+        generated.install(factories.FACTORIES)
     sys.meta_path.insert(0, _Finder(built, directory))
     return directory
+
+
+def _load(name: str, file: Path):
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None, file
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def active() -> Path | None:
@@ -239,10 +275,17 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
             if name in pxds:
                 shutil.copyfile(pxds[name], copy.with_suffix(".pxd"))
             extensions.append(Extension(name, [str(copy)]))
+        print("collecting the functions written at run time, from a short run of the conformance job", file=out, flush=True)
+        written = collect_generated()
+        factories = tree.joinpath(*GENERATED.split(".")).with_suffix(".py")
+        factories.parent.mkdir(parents=True, exist_ok=True)
+        factories.write_text(generated.factory_module(written), encoding="utf-8")
+        extensions.append(Extension(GENERATED, [str(factories)]))
         for package in {name.rpartition(".")[0] for name in pxds}:  # a cimport finds the packages by their __init__
             for depth in range(1, package.count(".") + 2):
                 tree.joinpath(*package.split(".")[:depth], "__init__.py").touch()
-        print(f"compiling {len(modules)} modules with Cython ({jobs} at a time); this takes a few minutes", file=out, flush=True)
+        print(f"compiling {len(modules)} modules and {len(written)} functions written at run time with Cython ({jobs} at a time); "
+              "this takes a few minutes", file=out, flush=True)
         # annotation_typing off: Cython then reads no annotation as a C-level type check, so the
         # compiled code accepts exactly what the plain code accepts; nonecheck: a variable declared
         # as one of impl's classes (in a .pxd) that holds None raises AttributeError, as in plain Python
@@ -255,9 +298,10 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
             command = distribution.get_command_obj("build_ext")
             command.build_lib, command.build_temp, command.parallel = str(staging), str(Path(work, "o")), jobs
             _quietly(lambda: distribution.run_command("build_ext"))
-            files = {name: str(next(staging.glob(f"{name.replace('.', '/')}.*.so")).relative_to(staging)) for name in modules}
-            (staging / MANIFEST).write_text(json.dumps({"modules": files, "python": sys.version.split()[0]}, indent=1) + "\n",
-                                            encoding="utf-8")
+            files = {name: str(next(staging.glob(f"{name.replace('.', '/')}.*.so")).relative_to(staging)) for name in [*modules, GENERATED]}
+            manifest = {"modules": {name: files[name] for name in modules}, "generated": files[GENERATED],
+                        "python": sys.version.split()[0]}
+            (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
             try:
                 staging.rename(directory)  # whole or not at all
             except OSError:  # another build got there first
@@ -265,8 +309,53 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
                     raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    print(f"built {len(modules)} modules in {time.monotonic() - started:.0f} s: {directory}", file=out)
+    print(f"built {len(modules)} modules and {len(written)} functions written at run time in {time.monotonic() - started:.0f} s: "
+          f"{directory}", file=out)
     return directory
+
+
+COLLECT = r"""
+import json, sys
+from kraftspec import generated
+generated.start_collecting()  # before the modules that write functions are imported
+from kraftspec.compiled import CALLS_PER_TRACE, exercise
+called, profile = generated.calls()
+sys.setprofile(profile)
+modules, traces = exercise()
+sys.setprofile(None)
+with open(sys.argv[1], "w", encoding="utf-8") as out:
+    json.dump(generated.collected(modules, called, at_least=CALLS_PER_TRACE * traces), out)
+"""
+CALLS_PER_TRACE = 3  # a function written at run time is compiled if the conformance job calls it this often
+
+
+def exercise() -> tuple[list, int]:
+    """A short run of the conformance job, plain, in every profile and at every level, so that
+    the functions it writes at run time are written and called; the modules compiled that it
+    imported, and how many traces it checked."""
+    from kraftspec.conformance.spark import Workload, check_seeds
+    from kraftspec.spec.profiles import profile_names
+
+    traces = 0
+    for profile in profile_names():
+        for level in ("responses", "state", "records"):
+            rows = list(check_seeds(range(6), Workload(traces=6, profile=profile, level=level)))
+            assert all(row["passed"] for row in rows), rows
+            traces += len(rows)
+    return [sys.modules[name] for name in sources() if name in sys.modules], traces
+
+
+def collect_generated() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The functions written at run time that a short run of the conformance job writes and calls
+    often, by key (kraftspec.generated.collected), collected by a plain process."""
+    with tempfile.TemporaryDirectory(prefix="kraftspec-collect-") as work:
+        found = Path(work, "generated.json")
+        env = {**os.environ, ENABLE: "0"}
+        result = subprocess.run([sys.executable, "-c", COLLECT, str(found)], capture_output=True, text=True, env=env)
+        if result.returncode != 0:
+            raise CompileError(f"collecting the functions written at run time failed:\n{result.stderr[-4000:]}")
+        written = json.loads(found.read_text(encoding="utf-8"))
+    return {digest: (source, tuple(bound)) for digest, (source, bound) in written.items()}
 
 
 def _quietly(action) -> None:

@@ -21,6 +21,7 @@ from enum import Enum
 from typing import Any
 from uuid import UUID
 
+from kraftspec.generated import define
 from kraftspec.spec.schemas import FORMATS, INT_RANGES, RPC_FORMATS, default_value, record_schema, record_schemas, rpc_schema, rpc_schemas
 
 _MISSING = object()
@@ -225,7 +226,7 @@ def compiled_to_json(cls: type, version: int, name: str | None = None) -> Callab
     if function is None:
         namespace: dict[str, Any] = {"uuid_text": cached_uuid_text, "b64": base64.b64encode}
         source = _to_json_source("convert", schema_of(key[2])["fields"], version, cls, namespace, [0])
-        exec(source, namespace)  # noqa: S102 - generated from the schema
+        define(source, namespace, f"kraftspec.conformance.jsonform to_json {key[2]} v{version}")
         function = _TO_JSON[key] = namespace["convert"]
     return function
 
@@ -298,7 +299,7 @@ def compiled_from_json(name: str, version: int, make: Callable[[str, dict[str, A
         resolve = getattr(make, "resolve", None)
         namespace: dict[str, Any] = {"text_uuid": cached_text_uuid, "b64decode": base64.b64decode, "make": make}
         source = _from_json_source("build", schema_of(name)["fields"], version, name, namespace, [0], resolve)
-        exec(source, namespace)  # noqa: S102 - generated from the schema
+        define(source, namespace, f"kraftspec.conformance.jsonform from_json {name} v{version}")
         function = _FROM_JSON[key] = namespace["build"]
     return function
 
@@ -330,7 +331,8 @@ def _from_json_source(function: str, fields, version: int, path: str, namespace,
         lines = []
         for name, attr, expr in arguments:
             converter = f"_x{counter[0]}_{attr}"
-            namespace[converter] = eval(f"lambda v: None if v is None else {expr}", namespace)  # noqa: S307
+            define(f"def {converter}(v):\n    return None if v is None else {expr}\n", namespace,
+                   f"kraftspec.conformance.jsonform from_json {path}")
             lines.append(f"    if {name!r} in d: k[{attr!r}] = {converter}(d[{name!r}])")
         simple = all(expr == "v" for _, _, expr in arguments)
         if simple:

@@ -5,12 +5,13 @@ primitives (wire.py)."""
 
 from __future__ import annotations
 
-import linecache
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from attrs import frozen
+
+from kraftspec.generated import define
 
 from .messages import default_value, snake_case
 from .wire import (
@@ -211,9 +212,7 @@ class CodecWriter:
             self.write_struct(top, header, top=True)
             stems[version] = top.base
         source = "\n".join(self.lines) + "\n"
-        filename = f"<kraftspec.impl.codec {self.label}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks show it
-        exec(compile(source, filename, "exec"), self.namespace)  # noqa: S102 - generated from the schema
+        define(source, self.namespace, f"kraftspec.impl.codec {self.label}")  # exec, or its compiled equivalent
         encoders = {version: self.namespace[f"encode_{stem}"] for version, stem in stems.items()}
         decoders = {version: self.namespace[f"decode_{stem}"] for version, stem in stems.items()}
         return encoders, decoders, source

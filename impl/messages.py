@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 from uuid import UUID
 
+from kraftspec.generated import define
 from kraftspec.spec.schemas import FORMATS as SCHEMA_FORMATS
 from kraftspec.spec.schemas import RPC_FORMATS
 from kraftspec.spec.schemas import default_value, record_schemas, rpc_schemas
@@ -93,12 +94,12 @@ def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = N
     params = ", ".join(f"{n}=_d_{n}" for n in names)
     body = "\n".join(f"    self.{n} = {n}" for n in names) or "    pass"
     namespace: dict[str, Any] = {f"_d_{n}": v for n, v in defaults.items()}
-    exec(f"def __init__(self, {params}):\n{body}\n", namespace)  # noqa: S102 - generated from the schema
+    define(f"def __init__(self, {params}):\n{body}\n", namespace, f"kraftspec.impl.messages {name}.__init__")
     compare = " and ".join(f"self.{n} == other.{n}" for n in names) or "True"
-    exec(  # noqa: S102 - generated from the schema
+    define(
         f"def __eq__(self, other):\n    if type(other) is not type(self):\n        return NotImplemented\n"
         f"    return {compare}\n",
-        namespace,
+        namespace, f"kraftspec.impl.messages {name}.__eq__",
     )
     cls = cast("type[Struct]", type(name, (Struct,), {
         "__slots__": names, "__init__": namespace["__init__"], "__eq__": namespace["__eq__"], "__hash__": None, "FIELDS": names,
@@ -106,7 +107,7 @@ def make_class(name: str, fields: list[dict[str, Any]], qualname: str | None = N
     # make(...): the object cls(...) builds, built without calling the class, which turns keyword
     # arguments into a dict and back before __init__ runs (half the time of a small record)
     namespace.update(_cls=cls, _new=object.__new__)
-    exec(f"def make({params}):\n    self = _new(_cls)\n{body}\n    return self\n", namespace)  # noqa: S102 - generated from the schema
+    define(f"def make({params}):\n    self = _new(_cls)\n{body}\n    return self\n", namespace, f"kraftspec.impl.messages {name}.make")
     cls.make = staticmethod(namespace["make"])
     cls.SCHEMA_FIELDS = tuple(fields)
     cls.__qualname__ = qualname or name

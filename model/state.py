@@ -17,6 +17,7 @@ from uuid import UUID
 import attrs
 from attrs import field, frozen
 
+from kraftspec.generated import define
 from kraftspec.spec.profiles import DEFAULT_PROFILE, Profile, ProfileError, profile_names
 from kraftspec.spec.profiles import profile as profile_named
 
@@ -59,7 +60,7 @@ def _make_replacer(cls: type) -> Callable[..., Any]:
         lines.append(f"    _set_{n}(new, o.{n} if {n} is _KEEP else {n})")
     body = "\n".join(lines)
     source = f"def replace_{cls.__name__}(o, {params}):\n    new = _new(_cls)\n{body}\n    return new\n"
-    exec(source, namespace)  # noqa: S102 - generated from the class's own fields
+    define(source, namespace, f"kraftspec.model.state replace_{cls.__name__}")  # exec, or its compiled equivalent
     return namespace[f"replace_{cls.__name__}"]
 
 

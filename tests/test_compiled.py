@@ -13,12 +13,13 @@ import pytest
 
 from kraftspec.compiled import MANIFEST, build_key, sources
 
-# What a process writes, compiled or plain: which kraftspec modules it ran compiled, then, for
-# walks of both profiles and the corpus recorded again, every line and the verdicts of impl.
+# What a process writes, compiled or plain: for walks of both profiles and the corpus recorded
+# again, every line and the verdicts of impl; and then which kraftspec modules it ran compiled, and
+# how many of the functions written at run time (kraftspec.generated).
 PROGRAM = r"""
 import json, sys, tempfile
 from pathlib import Path
-from kraftspec import compiled
+from kraftspec import compiled, generated
 from kraftspec.bench import impl_cluster, impl_config, impl_fence
 from kraftspec.impl.controller import Controller
 from kraftspec.conformance.adapters import ImplAdapter
@@ -55,13 +56,13 @@ for profile in ("kip-631", "kafka"):
             out.write(f"{profile} {name} {topic.topic_id} {[p.fields() for p in topic.partitions]}\n")
         loaded.close()
 out.close()
-print(json.dumps(compiled.loaded()))
+print(json.dumps([compiled.loaded(), generated.compiled_count()]))
 """
 
 CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "corpus"
 
 
-def run_program(tmp_path: Path, name: str, env: dict[str, str]) -> tuple[bytes, list[str], str]:
+def run_program(tmp_path: Path, name: str, env: dict[str, str]) -> tuple[bytes, tuple[list[str], int], str]:
     output = tmp_path / f"{name}.txt"
     result = subprocess.run([sys.executable, "-c", PROGRAM, str(output), str(CORPUS)], capture_output=True, text=True,
                             env={**os.environ, **env}, timeout=900)
@@ -85,15 +86,18 @@ def build(tmp_path_factory) -> Path:
 
 
 def test_a_compiled_run_writes_the_same_traces_and_verdicts_as_a_plain_one(tmp_path, build):
-    compiled_bytes, compiled_modules, _ = run_program(tmp_path, "compiled", {"KRAFTSPEC_COMPILED": "1",
-                                                                             "KRAFTSPEC_COMPILED_DIR": str(build)})
-    plain_bytes, plain_modules, _ = run_program(tmp_path, "plain", plain_env())
-    assert plain_modules == []
+    env = {"KRAFTSPEC_COMPILED": "1", "KRAFTSPEC_COMPILED_DIR": str(build)}
+    compiled_bytes, (compiled_modules, compiled_functions), _ = run_program(tmp_path, "compiled", env)
+    plain_bytes, (plain_modules, plain_functions), _ = run_program(tmp_path, "plain", plain_env())
+    assert plain_modules == [] and plain_functions == 0
     # the model's heart, the generator and impl really ran compiled
     for name in ("kraftspec.model.controller", "kraftspec.model.state", "kraftspec.model.heartbeat",
                  "kraftspec.conformance.simulation", "kraftspec.conformance.generate", "kraftspec.impl.controller",
                  "kraftspec.impl.codec", "kraftspec.impl.batch_format"):
         assert name in compiled_modules
+    # and so did the functions written at run time that the walks and replays call most (attrs's
+    # __init__ and __eq__, impl's message classes, the model state's copiers, the JSON converters)
+    assert compiled_functions >= 100
     assert compiled_bytes == plain_bytes
     assert b"[true, true, true]" in plain_bytes and b"false" not in plain_bytes.split(b"\n")[2]
     assert plain_bytes.count(b"\nkip-631 topic-") == plain_bytes.count(b"\nkafka topic-") == 2  # the snapshots loaded
