@@ -4,30 +4,29 @@ Some of kraftspec's functions are written as source text when a class is made or
 then run: impl's message classes and codecs (from the schemas), the model state's copiers (from a
 class's fields), the JSON converters of the conformance traces; and attrs writes the ``__init__``
 and ``__eq__`` of every attrs class the same way. Even in a compiled build (kraftspec.compiled)
-such a function runs in the interpreter, and the conformance job calls them some 1,200 times a
-trace.
+such a function runs in the interpreter, and a conform trace calls them some 1,300 times.
 
 ``define`` is how kraftspec runs such a source, in place of ``exec``: with the source kept for
 tracebacks, and with a compiled equivalent where the build has one. ``kraftspec compile`` collects
-(``collected``) the source of every such function that a short run of the conformance job writes
-and calls often (three times a trace or more: nine calls in ten), in every profile, together with
-the names it reads from the namespace it runs in (the others, thousands of lines of codecs and
-converters that the job seldom or never calls, would make the build minutes slower for little),
-and compiles each
-into a factory that binds those names as the namespace holds them and returns the same functions,
-compiled (``factory_module``). A process that loads the build (KRAFTSPEC_COMPILED=1) installs the
-factories (``install``); from then on ``define`` looks each source up by its SHA-256, and
-``adopt`` does the same for the attrs classes of each compiled module as it is imported.
+(``collected``) the source of every such function that a short run of the conformance job, in
+every profile, writes and calls often (three times a trace or more: four calls in five), with the
+names it reads from the namespace it runs in; the others, thousands of lines of codecs and
+converters that the job seldom or never calls, would make the build minutes slower for little. It
+compiles each into a factory that binds those names as the namespace holds them and returns the
+same functions, compiled (``factory_module``). A process that loads the build
+(KRAFTSPEC_COMPILED=1) installs the factories (``install``); from then on ``define`` looks each
+source up by its SHA-256, and ``adopt`` does the same for the attrs classes of each compiled module
+as it is imported.
 
-A function is compiled only when nothing can tell it from the one exec makes, but the speed:
+A function is compiled only where its compiled form returns and raises what exec's would:
 * it is found by the exact text of its source, so a source written otherwise (another schema,
   another attrs release) simply runs as before;
 * every name it reads that is not a builtin is in its namespace when it is defined, and was still
   bound to the same object at the end of the collecting run (no generator here rebinds one): the
   compiled function reads those names once, when it is made, where exec's reads them at each call;
-* where a namespace lacks one of them, the source runs with exec.
+* where a namespace lacks one of them, or holds one by a builtin's name, the source runs with exec.
 attrs's ``__hash__`` is left as attrs writes it: its source holds a number that depends on the
-process's hash seed.
+process's hash seed. tests/test_generated.py and tests/test_compiled.py check all this.
 """
 
 from __future__ import annotations
