@@ -280,7 +280,7 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
         factories = tree.joinpath(*GENERATED.split(".")).with_suffix(".py")
         factories.parent.mkdir(parents=True, exist_ok=True)
         factories.write_text(generated.factory_module(written), encoding="utf-8")
-        extensions.append(Extension(GENERATED, [str(factories)]))
+        extensions.insert(0, Extension(GENERATED, [str(factories)]))  # the largest: first, while the others share the other cores
         for package in {name.rpartition(".")[0] for name in pxds}:  # a cimport finds the packages by their __init__
             for depth in range(1, package.count(".") + 2):
                 tree.joinpath(*package.split(".")[:depth], "__init__.py").touch()
