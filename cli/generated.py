@@ -26,7 +26,9 @@ A function is compiled only where its compiled form returns and raises what exec
   compiled function reads those names once, when it is made, where exec's reads them at each call;
 * where a namespace lacks one of them, or holds one by a builtin's name, the source runs with exec.
 attrs's ``__hash__`` is left as attrs writes it: its source holds a number that depends on the
-process's hash seed. tests/test_generated.py and tests/test_compiled.py check all this.
+process's hash seed; compiled with that number taken out of its text, it saved nothing measurable
+(counted with callgrind: a conform trace, 18.50 million instructions either way), since all it does
+is build a tuple and hash it. tests/test_generated.py and tests/test_compiled.py check all this.
 """
 
 from __future__ import annotations
