@@ -111,8 +111,8 @@ def declarations(modules: dict[str, Path]) -> dict[str, Path]:
 
 
 def build_key(modules: dict[str, Path]) -> str:
-    """The build that fits these sources and their declaration files on this Python, built the way
-    this file builds: a hash of the four."""
+    """The build that fits these sources and their declaration files on this Python and this
+    release of attrs, built the way this file and kraftspec.generated build: a hash of them all."""
     digest = hashlib.sha256(f"{sys.implementation.cache_tag} {sysconfig.get_platform()}\n".encode())
     digest.update(Path(__file__).read_bytes())
     digest.update(Path(__file__).with_name("generated.py").read_bytes())
@@ -339,9 +339,7 @@ def exercise() -> tuple[list, int]:
     traces = 0
     for profile in profile_names():
         for level in ("responses", "state", "records"):
-            rows = list(check_seeds(range(6), Workload(traces=6, profile=profile, level=level)))
-            assert all(row["passed"] for row in rows), rows
-            traces += len(rows)
+            traces += len(list(check_seeds(range(6), Workload(traces=6, profile=profile, level=level))))
     return [sys.modules[name] for name in sources() if name in sys.modules], traces
 
 
@@ -385,7 +383,8 @@ def add_parser(commands) -> None:
         "compile",
         help="compile the model, impl and the walk generator with Cython, to run them faster",
         description="Compile the model, impl and the walk generator with Cython, from the same source files "
-        "that plain Python runs, and keep the result in a cache directory. Afterwards, any kraftspec command "
+        "that plain Python runs, and with them the functions that kraftspec and attrs write at run time which "
+        "a short run of the conformance job calls most, and keep the result in a cache directory. Afterwards, any kraftspec command "
         f"run with the environment variable {ENABLE}=1 uses the compiled modules, as long as they were built "
         "from exactly the installed sources (after a change to one, it runs plain Python and says so, until "
         "you compile again). A compiled run gives the same traces and verdicts as a plain one, byte for byte; "
