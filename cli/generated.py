@@ -18,7 +18,8 @@ same functions, compiled (``factory_module``). A process that loads the build
 source up by its SHA-256, and ``adopt`` does the same for the attrs classes of each compiled module
 as it is imported.
 
-A function is compiled only where its compiled form returns and raises what exec's would:
+A function is compiled only where its compiled form returns what exec's would, and raises the same
+exceptions (a message about its arguments may be worded otherwise):
 * it is found by the exact text of its source, so a source written otherwise (another schema,
   another attrs release) simply runs as before;
 * every name it reads that is not a builtin is in its namespace when it is defined, and was still
