@@ -343,7 +343,7 @@ def exercise() -> tuple[list, int]:
     return [sys.modules[name] for name in sources() if name in sys.modules], traces
 
 
-def collect_generated() -> dict[str, tuple[str, tuple[str, ...]]]:
+def collect_generated() -> generated.Collected:
     """The functions written at run time that a short run of the conformance job writes and calls
     often, by key (kraftspec.generated.collected), collected by a plain process."""
     with tempfile.TemporaryDirectory(prefix="kraftspec-collect-") as work:
@@ -353,7 +353,7 @@ def collect_generated() -> dict[str, tuple[str, tuple[str, ...]]]:
         if result.returncode != 0:
             raise CompileError(f"collecting the functions written at run time failed:\n{result.stderr[-4000:]}")
         written = json.loads(found.read_text(encoding="utf-8"))
-    return {digest: (source, tuple(bound)) for digest, (source, bound) in written.items()}
+    return {digest: (source, tuple(bound), setters) for digest, (source, bound, setters) in written.items()}
 
 
 def _quietly(action) -> None:

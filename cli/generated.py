@@ -29,7 +29,20 @@ exceptions (a message about its arguments may be worded otherwise):
 attrs's ``__hash__`` is left as attrs writes it: its source holds a number that depends on the
 process's hash seed; compiled with that number taken out of its text, it saved nothing measurable
 (counted with callgrind: a conform trace, 18.50 million instructions either way), since all it does
-is build a tuple and hash it. tests/test_generated.py and tests/test_compiled.py check all this.
+is build a tuple and hash it.
+
+Where a source sets an attribute through a bound wrapper of one of CPython's own setters, which
+compiled code calls as it calls any object (a tuple of arguments made and unpacked at every call,
+some fifty times an event), its factory calls the C function the wrapper calls (``SETTERS``):
+* attrs's ``_setattr = _cached_setattr_get(self)`` and ``_setattr('name', value)``, in the
+  ``__init__`` of a frozen class, become ``PyObject_GenericSetAttr(self, 'name', value)``, which
+  is what ``object.__setattr__`` runs once it has checked that no class written in C between the
+  instance's class and ``object`` sets attributes its own way (``adopt`` makes that check, once
+  per class);
+* the model state's copiers' ``_set_name(new, value)``, a slot's ``__set__``, become a call of the
+  slot's own setter (its type's ``tp_descr_set``), which is what ``__set__`` runs.
+The factory checks that the namespace holds such a wrapper there (else KeyError: the source runs
+with exec). tests/test_generated.py and tests/test_compiled.py check all this.
 """
 
 from __future__ import annotations
@@ -39,11 +52,18 @@ import builtins
 import hashlib
 import linecache
 import symtable
+import types
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
 ATTRS_METHODS = ("__init__", "__eq__")  # attrs-written methods compiled (not __hash__: see above)
+GETTER, SLOT = "object.__setattr__.__get__", "a slot's __set__"
+SETTERS = (GETTER, SLOT)
+"""The setters whose calls a factory makes directly (see above), as ``setter_kind`` names them."""
+_METHOD_WRAPPER = type(object().__str__)
+_OBJECT_SETATTR_GET = object.__setattr__.__get__
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not written in C
 
 _factories: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 _collected: list[tuple[str, tuple[str, ...], dict[str, Any], dict[str, Any], set[Any]]] | None = None
@@ -93,6 +113,8 @@ def adopt(module: Any) -> int:
                 made = factory(namespace)
             except KeyError:
                 continue
+            if name == "__init__" and not _sets_attributes_as_object_does(cls):
+                continue  # a compiled __init__ skips the check object.__setattr__ makes
             setattr(cls, name, made[name])
             replaced += 1
     _used += replaced
@@ -107,6 +129,26 @@ def install(factories: dict[str, Callable[[dict[str, Any]], dict[str, Any]]]) ->
 def compiled_count() -> int:
     """How many generated sources and attrs methods this process runs compiled."""
     return _used
+
+
+def setter_kind(value: Any) -> str | None:
+    """Which of SETTERS ``value`` is, if any: ``object.__setattr__.__get__``, or the bound
+    ``__set__`` of a slot's descriptor."""
+    if type(value) is not _METHOD_WRAPPER:
+        return None
+    if value == _OBJECT_SETATTR_GET:
+        return GETTER
+    if value.__name__ == "__set__" and type(value.__self__) is types.MemberDescriptorType:
+        return SLOT
+    return None
+
+
+def _sets_attributes_as_object_does(cls: type) -> bool:
+    """Whether ``object.__setattr__`` on an instance of ``cls`` is ``PyObject_GenericSetAttr``
+    and no more: no class written in C between ``cls`` and ``object`` has a ``__setattr__`` of its
+    own (which ``object.__setattr__`` refuses to skip)."""
+    return all(c.__flags__ & _HEAP_TYPE or c.__dict__.get("__setattr__", object.__setattr__) is object.__setattr__
+               for c in cls.__mro__)
 
 
 def _attrs_classes(module: Any) -> list[type]:
@@ -171,12 +213,17 @@ def start_collecting() -> None:
     _collected = []
 
 
-def collected(modules: Iterable[Any], called: Counter[Any] | None = None, at_least: int = 1) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """The sources fit to compile, by key, each with the names it reads from its namespace: those
-    ``define`` ran since ``start_collecting``, and the attrs methods of the classes defined in
-    ``modules``; if ``called`` is given (calls by code object), only those whose functions were
-    called ``at_least`` times in all. A source is fit when every name it reads is in its
-    namespace, still bound as it was when the source ran, or else is a builtin."""
+Collected = dict[str, tuple[str, tuple[str, ...], dict[str, str]]]
+"""Sources by key: each source, the names it reads from its namespace, and the setters among them
+(their ``setter_kind`` by name)."""
+
+
+def collected(modules: Iterable[Any], called: Counter[Any] | None = None, at_least: int = 1) -> Collected:
+    """The sources fit to compile, by key, each with the names it reads from its namespace and
+    the setters among them: those ``define`` ran since ``start_collecting``, and the attrs methods
+    of the classes defined in ``modules``; if ``called`` is given (calls by code object), only
+    those whose functions were called ``at_least`` times in all. A source is fit when every name it
+    reads is in its namespace, still bound as it was when the source ran, or else is a builtin."""
     assert _collected is not None, "start_collecting() first"
     items = list(_collected)
     for module in modules:
@@ -185,12 +232,13 @@ def collected(modules: Iterable[Any], called: Counter[Any] | None = None, at_lea
                 names, _ = free_names(source)
                 bound = {n: namespace[n] for n in names if n in namespace}
                 items.append((source, names, namespace, bound, {getattr(cls, name).__code__}))
-    fit: dict[str, tuple[str, tuple[str, ...]]] = {}
+    fit: Collected = {}
     for source, names, namespace, bound, codes in items:
         if called is not None and sum(called[code] for code in codes) < at_least:
             continue
         if all(n in bound and namespace.get(n) is bound[n] or n not in bound and hasattr(builtins, n) for n in names):
-            fit[key(source)] = (source, tuple(sorted(bound)))
+            setters = {n: kind for n, value in sorted(bound.items()) if (kind := setter_kind(value)) is not None}
+            fit[key(source)] = (source, tuple(sorted(bound)), setters)
     return fit
 
 
@@ -206,22 +254,108 @@ def calls() -> tuple[Counter[Any], Callable[..., None]]:
     return called, profile
 
 
-def factory_module(sources: dict[str, tuple[str, tuple[str, ...]]]) -> str:
+def factory_module(sources: Collected, for_cython: bool = True) -> str:
     """The source of a module for Cython to compile: for each source (by key, with the names it
-    reads from its namespace), a factory that takes a namespace, binds those names as it holds
-    them, runs the source's statements and returns what they define, by name; and ``FACTORIES``,
-    the factories by key. A name the source reads as a builtin is left to Cython, which calls most
-    builtins directly: the factory refuses (KeyError) a namespace that holds one by that name."""
-    body: list[ast.stmt] = [ast.Expr(ast.Constant("Written by kraftspec compile (kraftspec.generated) for one build: do not edit."))]
+    reads from its namespace and the setters among them), a factory that takes a namespace, binds
+    those names as it holds them, runs the source's statements and returns what they define, by
+    name; and ``FACTORIES``, the factories by key. A name the source reads as a builtin is left to
+    Cython, which calls most builtins directly: the factory refuses (KeyError) a namespace that
+    holds one by that name. Calls of setters are rewritten (``_direct_setters``) to the C functions
+    they call, which the module cimports; ``for_cython=False`` gives the module plain Python
+    stand-ins for those instead (for tests, which run the module with exec)."""
+    body: list[ast.stmt] = [ast.Expr(ast.Constant("Written by kraftspec compile (kraftspec.generated) for one build: do not edit.")),
+                            *ast.parse(_CYTHON_SETTERS if for_cython else _PLAIN_SETTERS).body]
     table = []
-    for number, (digest, (source, bound)) in enumerate(sorted(sources.items())):
+    for number, (digest, (source, bound, setters)) in enumerate(sorted(sources.items())):
         names, defined = free_names(source)
         refused = [n for n in names if n not in bound]
-        checks = ast.parse("".join(f"if {n!r} in namespace:\n    raise KeyError({n!r})\n" for n in refused)).body
-        binds = ast.parse("".join(f"{n} = namespace[{n!r}]\n" for n in bound)).body
+        statements = ast.parse(source).body
+        # a source that reads a name of the module's own is compiled as it is
+        slots, getters = (set(), set()) if any(n.startswith("_kraftspec_") for n in names) else _direct_setters(statements, setters)
+        checks = ast.parse("".join(f"if {n!r} in namespace:\n    raise KeyError({n!r})\n" for n in refused)
+                           + "".join(f"_kraftspec_setter({n!r}, namespace, {GETTER!r})\n" for n in sorted(getters))).body
+        binds = ast.parse("".join(f"{n} = _kraftspec_setter({n!r}, namespace, {SLOT!r}).__self__\n" if n in slots else
+                                  f"{n} = namespace[{n!r}]\n" for n in bound)).body
         made = ast.Return(ast.Dict([ast.Constant(d) for d in defined], [ast.Name(d, ast.Load()) for d in defined]))
         arguments = ast.arguments(posonlyargs=[], args=[ast.arg("namespace")], kwonlyargs=[], kw_defaults=[], defaults=[])
-        body.append(ast.FunctionDef(f"_factory_{number}", arguments, [*checks, *binds, *ast.parse(source).body, made], [], None))
+        body.append(ast.FunctionDef(f"_factory_{number}", arguments, [*checks, *binds, *statements, made], [], None))
         table.append(f"{digest!r}: _factory_{number}")
     body += ast.parse("FACTORIES = {" + ", ".join(table) + "}\n").body
     return ast.unparse(ast.fix_missing_locations(ast.Module(body, []))) + "\n"
+
+
+_SETTER_CHECK = """
+from kraftspec.generated import setter_kind as _kraftspec_setter_kind
+
+def _kraftspec_setter(name, namespace, kind):
+    value = namespace[name]
+    if _kraftspec_setter_kind(value) != kind:
+        raise KeyError(name)
+    return value
+"""
+_CYTHON_SETTERS = """
+import cython
+from cython.cimports.cpython.object import PyObject_GenericSetAttr as _kraftspec_setattr, Py_TYPE as _kraftspec_type
+
+@cython.cfunc
+@cython.inline
+@cython.returns(cython.int)
+@cython.exceptval(-1)
+def _kraftspec_descr_set(descr, obj, value):
+    return _kraftspec_type(descr).tp_descr_set(descr, obj, value)
+""" + _SETTER_CHECK
+_PLAIN_SETTERS = """
+_kraftspec_setattr = object.__setattr__
+
+def _kraftspec_descr_set(descr, obj, value):
+    type(descr).__set__(descr, obj, value)
+""" + _SETTER_CHECK
+
+
+def _direct_setters(statements: list[ast.stmt], setters: dict[str, str]) -> tuple[set[str], set[str]]:
+    """Rewrite, in place, the calls of ``setters`` in ``statements`` (a source's) to the C functions
+    they call: ``slot(obj, value)``, ``slot`` a slot's ``__set__``, to ``_kraftspec_descr_set(slot,
+    obj, value)`` (the factory binds ``slot`` to the descriptor itself); and in a function that
+    does ``setter = getter(obj)`` once, ``getter`` being ``object.__setattr__.__get__`` and ``obj``
+    a parameter never rebound, ``setter(name, value)`` to ``_kraftspec_setattr(obj, name, value)``,
+    the assignment dropped. A setter used in any other way is left as it is. The slots and the
+    getters rewritten."""
+    uses: dict[str, list[ast.Name]] = {}
+    calls: dict[int, ast.Call] = {}  # the calls with two positional arguments, by the id of their callee
+    for node in ast.walk(ast.Module(statements, [])):
+        if isinstance(node, ast.Name):
+            uses.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2 and not node.keywords \
+                and not any(isinstance(a, ast.Starred) for a in node.args):
+            calls[id(node.func)] = node
+    slots = {n for n, kind in setters.items() if kind == SLOT and n in uses
+             and all(isinstance(u.ctx, ast.Load) and id(u) in calls for u in uses[n])}
+    for name in slots:
+        for use in uses[name]:
+            call = calls[id(use)]
+            call.func, call.args = ast.Name("_kraftspec_descr_set", ast.Load()), [ast.Name(name, ast.Load()), *call.args]
+    getters = set()
+    for function in statements:
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        parameters = [a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)]
+        for statement in list(function.body):
+            match statement:
+                case ast.Assign(targets=[ast.Name(id=setter)],
+                                value=ast.Call(func=ast.Name(id=getter), args=[ast.Name(id=obj)], keywords=[])):
+                    pass
+                case _:
+                    continue
+            names = [n for n in ast.walk(function) if isinstance(n, ast.Name)]
+            stored = [n.id for n in names if not isinstance(n.ctx, ast.Load)]
+            called = [n for n in names if n.id == setter and isinstance(n.ctx, ast.Load)]
+            # the setter made once, of a parameter never rebound, and only ever called
+            if setters.get(getter) != GETTER or stored.count(setter) != 1 or setter in parameters \
+                    or obj not in parameters or obj in stored or not all(id(n) in calls for n in called):
+                continue
+            for n in called:
+                call = calls[id(n)]
+                call.func, call.args = ast.Name("_kraftspec_setattr", ast.Load()), [ast.Name(obj, ast.Load()), *call.args]
+            function.body.remove(statement)
+            getters.add(getter)
+    return slots, getters

@@ -2,6 +2,7 @@
 their compiled equivalents (made here by running the factory module's source with exec, as the
 build does with Cython) take their place only where nothing but the speed can tell them apart."""
 
+import ast
 import linecache
 import sys
 import traceback
@@ -24,7 +25,7 @@ def fresh(monkeypatch):
 def factories_of(sources) -> dict:
     """What a build installs, with the factory module run by exec rather than compiled."""
     module: dict = {}
-    exec(compile(generated.factory_module(sources), "<factories>", "exec"), module)  # noqa: S102
+    exec(compile(generated.factory_module(sources, for_cython=False), "<factories>", "exec"), module)  # noqa: S102
     return module["FACTORIES"]
 
 
@@ -52,7 +53,7 @@ def test_a_collected_source_is_defined_by_its_factory_with_the_names_bound_as_th
     fresh.start_collecting()
     fresh.define(SOURCE, {"FACTOR": 2, "NOTHING": None}, "test scaled")
     sources = fresh.collected([])
-    assert sources == {generated.key(SOURCE): (SOURCE, ("FACTOR", "NOTHING"))}
+    assert sources == {generated.key(SOURCE): (SOURCE, ("FACTOR", "NOTHING"), {})}
     fresh.install(factories_of(sources))
     namespace = {"FACTOR": 5, "NOTHING": "none"}
     fresh.define(SOURCE, namespace, "test scaled")
@@ -82,7 +83,7 @@ def test_a_source_whose_names_are_missing_or_rebound_is_not_collected(fresh):
     fresh.define("def g():\n    return LATER\n", rebound, "test rebound")
     rebound["LATER"] = 2  # exec's function reads the new value; one compiled when defined would not
     fresh.define("def h():\n    return len\n", {}, "test builtin")
-    assert [source for source, _ in fresh.collected([]).values()] == ["def h():\n    return len\n"]
+    assert [source for source, _, _ in fresh.collected([]).values()] == ["def h():\n    return len\n"]
 
 
 @attrs.frozen
@@ -94,7 +95,10 @@ class Point:
 def test_attrs_methods_are_collected_and_adopted(fresh):
     fresh.start_collecting()
     sources = fresh.collected([sys.modules[__name__]])
-    assert {s.split("(")[0] for s, _ in sources.values()} == {"def __init__", "def __eq__"}
+    assert {s.split("(")[0] for s, _, _ in sources.values()} == {"def __init__", "def __eq__"}
+    [init] = [s for s, _, _ in sources.values() if s.startswith("def __init__")]
+    assert "_setattr = _cached_setattr_get(self)" in init  # what the factory calls directly
+    assert "_kraftspec_setattr(self, 'x', x)" in generated.factory_module(sources)
     original = Point.__init__, Point.__eq__
     try:
         fresh.install(factories_of(sources))
@@ -108,3 +112,57 @@ def test_attrs_methods_are_collected_and_adopted(fresh):
         assert Point.__eq__(Point(1), 1) is NotImplemented
     finally:
         Point.__init__, Point.__eq__ = original
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __setattr__(self, name, value):
+        raise AttributeError("frozen")
+
+
+SETTING = "def copy(o, a=None):\n    new = _new(Slotted)\n    _set_a(new, o.a if a is None else a)\n    _set_b(new, o.b)\n    return new\n"
+
+
+def test_calls_of_a_slots_setter_are_compiled_to_the_setter_it_wraps(fresh):
+    """A slot's ``__set__`` called through its bound wrapper becomes a direct call of what it wraps;
+    a namespace holding anything else there runs the source with exec."""
+    namespace = {"_new": object.__new__, "Slotted": Slotted, "_set_a": Slotted.a.__set__, "_set_b": Slotted.b.__set__}
+    fresh.start_collecting()
+    fresh.define(SETTING, dict(namespace), "test slots")
+    sources = fresh.collected([])
+    assert [setters for _, _, setters in sources.values()] == [{"_set_a": generated.SLOT, "_set_b": generated.SLOT}]
+    module = generated.factory_module(sources)
+    assert "_kraftspec_descr_set(_set_a, new, o.a if a is None else a)" in module
+    assert "_set_a = _kraftspec_setter('_set_a', namespace, \"a slot's __set__\").__self__" in module
+    fresh.install(factories_of(sources))
+    compiled = dict(namespace)
+    fresh.define(SETTING, compiled, "test slots")
+    assert fresh.compiled_count() == 1 and compiled["copy"].__code__.co_filename == "<factories>"
+    original = object.__new__(Slotted)
+    Slotted.a.__set__(original, 1)
+    Slotted.b.__set__(original, [2])
+    copied = compiled["copy"](original, a=3)
+    assert (copied.a, copied.b) == (3, [2]) and copied.b is original.b
+    otherwise = {**namespace, "_set_b": lambda new, value: Slotted.b.__set__(new, value)}
+    fresh.define(SETTING, otherwise, "test slots")
+    assert fresh.compiled_count() == 1 and otherwise["copy"].__code__.co_filename.startswith("<kraftspec generated")
+
+
+def test_a_setter_used_otherwise_than_called_is_left_as_it_is():
+    setters = {"_set_a": generated.SLOT, "get": generated.GETTER}
+    statements = ast.parse("def f(o, v):\n    s = get(o)\n    s('a', v)\n    return s, _set_a\n").body
+    assert generated._direct_setters(statements, setters) == (set(), set())
+    statements = ast.parse("def f(o, v):\n    s = get(o)\n    o = v\n    s('a', v)\n").body
+    assert generated._direct_setters(statements, setters) == (set(), set())  # the object rebound
+    statements = ast.parse("def f(o, v):\n    s = get(o)\n    s('a', v)\n    s('b', v)\n").body
+    assert generated._direct_setters(statements, setters) == (set(), {"get"})
+    assert ast.unparse(statements[0]) == "def f(o, v):\n    _kraftspec_setattr(o, 'a', v)\n    _kraftspec_setattr(o, 'b', v)"
+
+
+def test_an_attrs_init_is_adopted_only_where_object_setattr_is_the_generic_one(fresh):
+    class Guarded(int):  # int's own attribute setting is object's: adopted
+        pass
+
+    assert generated._sets_attributes_as_object_does(Point) and generated._sets_attributes_as_object_does(Guarded)
+    assert not generated._sets_attributes_as_object_does(type("Meta", (type,), {}))  # type sets attributes its own way
