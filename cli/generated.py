@@ -33,7 +33,7 @@ is build a tuple and hash it.
 
 Where a source sets an attribute through a bound wrapper of one of CPython's own setters, which
 compiled code calls as it calls any object (a tuple of arguments made and unpacked at every call,
-some fifty times an event), its factory calls the C function the wrapper calls (``SETTERS``):
+some eighty times an event), its factory calls the C function the wrapper calls (``SETTERS``):
 * attrs's ``_setattr = _cached_setattr_get(self)`` and ``_setattr('name', value)``, in the
   ``__init__`` of a frozen class, become ``PyObject_GenericSetAttr(self, 'name', value)``, which
   is what ``object.__setattr__`` runs once it has checked that no class written in C between the
