@@ -160,9 +160,15 @@ def test_a_setter_used_otherwise_than_called_is_left_as_it_is():
     assert ast.unparse(statements[0]) == "def f(o, v):\n    _kraftspec_setattr(o, 'a', v)\n    _kraftspec_setattr(o, 'b', v)"
 
 
-def test_an_attrs_init_is_adopted_only_where_object_setattr_is_the_generic_one(fresh):
-    class Guarded(int):  # int's own attribute setting is object's: adopted
+def test_object_setattr_is_the_generic_setter_unless_a_class_written_in_c_sets_attributes_its_own_way():
+    """What ``adopt`` asks before giving a class a compiled ``__init__`` that calls
+    ``PyObject_GenericSetAttr`` where attrs's calls ``object.__setattr__``."""
+
+    class Counted(int):  # int sets attributes as object does
         pass
 
-    assert generated._sets_attributes_as_object_does(Point) and generated._sets_attributes_as_object_does(Guarded)
-    assert not generated._sets_attributes_as_object_does(type("Meta", (type,), {}))  # type sets attributes its own way
+    assert generated._sets_attributes_as_object_does(Point) and generated._sets_attributes_as_object_does(Counted)
+    meta = type("Meta", (type,), {})  # type sets attributes its own way: object.__setattr__ refuses it
+    with pytest.raises(TypeError, match="can't apply this __setattr__"):
+        object.__setattr__(meta("M", (), {}), "x", 1)
+    assert not generated._sets_attributes_as_object_does(meta)
