@@ -322,13 +322,16 @@ def _direct_setters(statements: list[ast.stmt], setters: dict[str, str]) -> tupl
     getters rewritten."""
     uses: dict[str, list[ast.Name]] = {}
     calls: dict[int, ast.Call] = {}  # the calls with two positional arguments, by the id of their callee
+    arguments = set()  # a setter's name that is also a parameter somewhere is left alone
     for node in ast.walk(ast.Module(statements, [])):
         if isinstance(node, ast.Name):
             uses.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.arg):
+            arguments.add(node.arg)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2 and not node.keywords \
                 and not any(isinstance(a, ast.Starred) for a in node.args):
             calls[id(node.func)] = node
-    slots = {n for n, kind in setters.items() if kind == SLOT and n in uses
+    slots = {n for n, kind in setters.items() if kind == SLOT and n in uses and n not in arguments
              and all(isinstance(u.ctx, ast.Load) and id(u) in calls for u in uses[n])}
     for name in slots:
         for use in uses[name]:
