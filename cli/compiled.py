@@ -275,7 +275,7 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
             if name in pxds:
                 shutil.copyfile(pxds[name], copy.with_suffix(".pxd"))
             extensions.append(Extension(name, [str(copy)]))
-        print("collecting the functions written at run time, from a short run of the conformance job", file=out, flush=True)
+        print("collecting the functions written at run time, from a short run of the conformance job and impl's benchmarked paths", file=out, flush=True)
         written = collect_generated()
         factories = tree.joinpath(*GENERATED.split(".")).with_suffix(".py")
         factories.parent.mkdir(parents=True, exist_ok=True)
@@ -326,12 +326,13 @@ sys.setprofile(None)
 with open(sys.argv[1], "w", encoding="utf-8") as out:
     json.dump(generated.collected(modules, called, at_least=CALLS_PER_TRACE * traces), out)
 """
-CALLS_PER_TRACE = 3  # a function written at run time is compiled if the conformance job calls it this often
+CALLS_PER_TRACE = 3  # a function written at run time is compiled if the exercise calls it this often a trace
 
 
 def exercise() -> tuple[list, int]:
-    """A short run of the conformance job, plain, in every profile and at every level, so that
-    the functions it writes at run time are written and called; the modules compiled that it
+    """A short run of the conformance job, plain, in every profile and at every level, then of the
+    paths of impl that ``kraftspec bench`` measures (its request paths, not the walks'), so that the
+    functions they write at run time are written and called; the modules compiled that it
     imported, and how many traces it checked."""
     from kraftspec.conformance.spark import Workload, check_seeds
     from kraftspec.spec.profiles import profile_names
@@ -340,12 +341,33 @@ def exercise() -> tuple[list, int]:
     for profile in profile_names():
         for level in ("responses", "state", "records"):
             traces += len(list(check_seeds(range(6), Workload(traces=6, profile=profile, level=level))))
+        exercise_impl(profile)
     return [sys.modules[name] for name in sources() if name in sys.modules], traces
 
 
+def exercise_impl(profile: str) -> None:
+    """impl's paths that ``kraftspec bench impl`` and ``bench kafka`` time, on a small cluster: rounds
+    of AlterIsr requests (the requests, their records and their responses), a fencing and a
+    controlled shutdown (some hundreds of partition changes each), a snapshot written and loaded. The
+    conform walks call some of those functions too seldom to be collected (a PartitionChangeRecord's
+    ``make``, about three a trace), while a fencing calls one thousands of times."""
+    from kraftspec.bench import ImplIsrMix, impl_cluster, impl_config, impl_fence, timed_heartbeat
+    from kraftspec.impl.controller import Controller
+
+    with tempfile.TemporaryDirectory(prefix="kraftspec-exercise-") as directory:
+        controller = impl_cluster(1_200, 12, directory, profile=profile)
+        ImplIsrMix(controller, 300).run(2)  # first: its ISRs grow back to every replica, none fenced
+        impl_fence(controller, 3)
+        timed_heartbeat(controller, 9, want_shut_down=True)
+        controller.commit(controller.log_end_offset)
+        controller.take_snapshot()
+        controller.close()
+        Controller.open(directory, impl_config(profile)).close()
+
+
 def collect_generated() -> generated.Collected:
-    """The functions written at run time that a short run of the conformance job writes and calls
-    often, by key (kraftspec.generated.collected), collected by a plain process."""
+    """The functions written at run time that a short run of the conformance job and of impl's
+    benchmarked paths (``exercise``) writes and calls often, by key (kraftspec.generated.collected), collected by a plain process."""
     with tempfile.TemporaryDirectory(prefix="kraftspec-collect-") as work:
         found = Path(work, "generated.json")
         env = {**os.environ, ENABLE: "0"}
@@ -384,7 +406,7 @@ def add_parser(commands) -> None:
         help="compile the model, impl and the walk generator with Cython, to run them faster",
         description="Compile the model, impl and the walk generator with Cython, from the same source files "
         "that plain Python runs, and with them the functions that kraftspec and attrs write at run time which "
-        "a short run of the conformance job calls most, and keep the result in a cache directory. Afterwards, any kraftspec command "
+        "a short run of the conformance job and of impl's benchmarked request paths calls most, and keep the result in a cache directory. Afterwards, any kraftspec command "
         f"run with the environment variable {ENABLE}=1 uses the compiled modules, as long as they were built "
         "from exactly the installed sources (after a change to one, it runs plain Python and says so, until "
         "you compile again). A compiled run gives the same traces and verdicts as a plain one, byte for byte; "

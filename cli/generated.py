@@ -9,10 +9,11 @@ such a function runs in the interpreter, and a conform trace calls them some 1,3
 ``define`` is how kraftspec runs such a source, in place of ``exec``: with the source kept for
 tracebacks, and with a compiled equivalent where the build has one. ``kraftspec compile`` collects
 (``collected``) the source of every such function that a short run of the conformance job, in
-every profile, writes and calls often (three times a trace or more: four calls in five), with the
-names it reads from the namespace it runs in; the others, thousands of lines of codecs and
-converters that the job seldom or never calls, would make the build minutes slower for little. It
-compiles each into a factory that binds those names as the namespace holds them and returns the
+every profile, and of impl's request paths that ``kraftspec bench`` times, writes and calls often
+(three times a conform trace or more: four calls in five, and what a fencing calls per
+partition), with the names it reads from the namespace it runs in; the others, thousands of lines
+of codecs and converters that the job seldom or never calls, would make the build minutes slower
+for little. It compiles each into a factory that binds those names as the namespace holds them and returns the
 same functions, compiled (``factory_module``). A process that loads the build
 (KRAFTSPEC_COMPILED=1) installs the factories (``install``); from then on ``define`` looks each
 source up by its SHA-256, and ``adopt`` does the same for the attrs classes of each compiled module
@@ -40,9 +41,16 @@ some eighty times an event), its factory calls the C function the wrapper calls 
   instance's class and ``object`` sets attributes its own way (``adopt`` makes that check, once
   per class);
 * the model state's copiers' ``_set_name(new, value)``, a slot's ``__set__``, become a call of the
-  slot's own setter (its type's ``tp_descr_set``), which is what ``__set__`` runs.
-The factory checks that the namespace holds such a wrapper there (else KeyError: the source runs
-with exec). tests/test_generated.py and tests/test_compiled.py check all this.
+  slot's own setter (its type's ``tp_descr_set``), which is what ``__set__`` runs;
+* ``obj = _new(cls)``, ``_new`` being ``object.__new__`` (impl's messages' ``make``, the model
+  state's copiers), becomes a call of the class's own allocation (its ``tp_new``, object's), which
+  is what ``object.__new__`` runs once its checks pass; and each ``obj.name = value`` after it a
+  call of that slot's own setter, which is what setting the attribute runs once the class's
+  ``__setattr__`` (object's) has found the slot. The interpreter specializes such stores, and
+  compiled code, which looks each one up by name, ran them no faster than it did.
+The factory checks that the namespace holds such a wrapper there, and that the class allocates
+and sets attributes as object does (``allocates_as_object_does``, ``slot_of``); else KeyError: the
+source runs with exec. tests/test_generated.py and tests/test_compiled.py check all this.
 """
 
 from __future__ import annotations
@@ -58,12 +66,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 ATTRS_METHODS = ("__init__", "__eq__")  # attrs-written methods compiled (not __hash__: see above)
-GETTER, SLOT = "object.__setattr__.__get__", "a slot's __set__"
-SETTERS = (GETTER, SLOT)
-"""The setters whose calls a factory makes directly (see above), as ``setter_kind`` names them."""
+GETTER, SLOT, NEW = "object.__setattr__.__get__", "a slot's __set__", "object.__new__"
+SETTERS = (GETTER, SLOT, NEW)
+"""The setters (and the allocator) whose calls a factory makes directly (see above), as
+``setter_kind`` names them."""
 _METHOD_WRAPPER = type(object().__str__)
 _OBJECT_SETATTR_GET = object.__setattr__.__get__
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not written in C
+_ABSTRACT = 1 << 20  # Py_TPFLAGS_IS_ABSTRACT: a class with abstract methods, which object.__new__ refuses
 
 _factories: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 _collected: list[tuple[str, tuple[str, ...], dict[str, Any], dict[str, Any], set[Any]]] | None = None
@@ -132,8 +142,10 @@ def compiled_count() -> int:
 
 
 def setter_kind(value: Any) -> str | None:
-    """Which of SETTERS ``value`` is, if any: ``object.__setattr__.__get__``, or the bound
-    ``__set__`` of a slot's descriptor."""
+    """Which of SETTERS ``value`` is, if any: ``object.__setattr__.__get__``, the bound ``__set__``
+    of a slot's descriptor, or ``object.__new__``."""
+    if value is object.__new__:
+        return NEW
     if type(value) is not _METHOD_WRAPPER:
         return None
     if value == _OBJECT_SETATTR_GET:
@@ -149,6 +161,27 @@ def _sets_attributes_as_object_does(cls: type) -> bool:
     own (which ``object.__setattr__`` refuses to skip)."""
     return all(c.__flags__ & _HEAP_TYPE or c.__dict__.get("__setattr__", object.__setattr__) is object.__setattr__
                for c in cls.__mro__)
+
+
+def allocates_as_object_does(cls: Any) -> bool:
+    """Whether ``object.__new__(cls)`` can only ever do what ``cls``'s own allocation does (its
+    ``tp_new``, which is object's, called with no argument): a class, not abstract, whose
+    ``__new__`` is object's (no class between it and ``object`` has one of its own)."""
+    return isinstance(cls, type) and cls.__new__ is object.__new__ and not cls.__flags__ & _ABSTRACT
+
+
+def slot_of(cls: type, name: str) -> Any:
+    """The slot's descriptor whose setter ``instance.name = value`` calls on an instance of
+    ``cls``, or None: where ``cls`` sets attributes as object does (``PyObject_GenericSetAttr``: its
+    ``__setattr__`` is object's, and no class written in C between it and ``object`` has its own),
+    the descriptor is the first one its method resolution order has by that name, if a slot's."""
+    if getattr(cls, "__setattr__", None) is not object.__setattr__ or not _sets_attributes_as_object_does(cls):
+        return None
+    for c in cls.__mro__:
+        if name in c.__dict__:
+            found = c.__dict__[name]
+            return found if type(found) is types.MemberDescriptorType else None
+    return None
 
 
 def _attrs_classes(module: Any) -> list[type]:
@@ -271,11 +304,16 @@ def factory_module(sources: Collected, for_cython: bool = True) -> str:
         refused = [n for n in names if n not in bound]
         statements = ast.parse(source).body
         # a source that reads a name of the module's own is compiled as it is
-        slots, getters = (set(), set()) if any(n.startswith("_kraftspec_") for n in names) else _direct_setters(statements, setters)
+        own = any(n.startswith("_kraftspec_") for n in names)
+        slots, getters = (set(), set()) if own else _direct_setters(statements, setters)
+        allocations, stores = (set(), {}) if own else _direct_allocations(statements, setters, bound)
         checks = ast.parse("".join(f"if {n!r} in namespace:\n    raise KeyError({n!r})\n" for n in refused)
-                           + "".join(f"_kraftspec_setter({n!r}, namespace, {GETTER!r})\n" for n in sorted(getters))).body
+                           + "".join(f"_kraftspec_setter({n!r}, namespace, {GETTER!r})\n" for n in sorted(getters))
+                           + "".join(f"_kraftspec_setter({n!r}, namespace, {NEW!r})\n" for n in sorted({n for n, _ in allocations}))).body
         binds = ast.parse("".join(f"{n} = _kraftspec_setter({n!r}, namespace, {SLOT!r}).__self__\n" if n in slots else
-                                  f"{n} = namespace[{n!r}]\n" for n in bound)).body
+                                  f"{n} = namespace[{n!r}]\n" for n in bound)
+                          + "".join(f"_kraftspec_allocating({cls})\n" for cls in sorted({c for _, c in allocations}))
+                          + "".join(f"{slot} = _kraftspec_slot({cls}, {attribute!r})\n" for slot, (cls, attribute) in stores.items())).body
         made = ast.Return(ast.Dict([ast.Constant(d) for d in defined], [ast.Name(d, ast.Load()) for d in defined]))
         arguments = ast.arguments(posonlyargs=[], args=[ast.arg("namespace")], kwonlyargs=[], kw_defaults=[], defaults=[])
         body.append(ast.FunctionDef(f"_factory_{number}", arguments, [*checks, *binds, *statements, made], [], None))
@@ -285,17 +323,31 @@ def factory_module(sources: Collected, for_cython: bool = True) -> str:
 
 
 _SETTER_CHECK = """
-from kraftspec.generated import setter_kind as _kraftspec_setter_kind
+from kraftspec.generated import allocates_as_object_does as _kraftspec_allocates, setter_kind as _kraftspec_setter_kind
+from kraftspec.generated import slot_of as _kraftspec_slot_of
 
 def _kraftspec_setter(name, namespace, kind):
     value = namespace[name]
     if _kraftspec_setter_kind(value) != kind:
         raise KeyError(name)
     return value
+
+def _kraftspec_allocating(cls):
+    if not _kraftspec_allocates(cls):
+        raise KeyError(cls)
+
+def _kraftspec_slot(cls, name):
+    slot = _kraftspec_slot_of(cls, name)
+    if slot is None:
+        raise KeyError(name)
+    return slot
 """
 _CYTHON_SETTERS = """
 import cython
+from cython.cimports.cpython.object import PyObject, PyTypeObject
 from cython.cimports.cpython.object import PyObject_GenericSetAttr as _kraftspec_setattr, Py_TYPE as _kraftspec_type
+
+_kraftspec_no_arguments = ()
 
 @cython.cfunc
 @cython.inline
@@ -303,9 +355,16 @@ from cython.cimports.cpython.object import PyObject_GenericSetAttr as _kraftspec
 @cython.exceptval(-1)
 def _kraftspec_descr_set(descr, obj, value):
     return _kraftspec_type(descr).tp_descr_set(descr, obj, value)
+
+@cython.cfunc
+@cython.inline
+def _kraftspec_new(cls):
+    return cython.cast(cython.pointer(PyTypeObject), cls).tp_new(
+        cython.cast(type, cls), cython.cast(cython.pointer(PyObject), _kraftspec_no_arguments), cython.NULL)
 """ + _SETTER_CHECK
 _PLAIN_SETTERS = """
 _kraftspec_setattr = object.__setattr__
+_kraftspec_new = object.__new__
 
 def _kraftspec_descr_set(descr, obj, value):
     type(descr).__set__(descr, obj, value)
@@ -362,3 +421,58 @@ def _direct_setters(statements: list[ast.stmt], setters: dict[str, str]) -> tupl
             function.body.remove(statement)
             getters.add(getter)
     return slots, getters
+
+
+def _direct_allocations(statements: list[ast.stmt], setters: dict[str, str],
+                        bound: Iterable[str]) -> tuple[set[tuple[str, str]], dict[str, tuple[str, str]]]:
+    """Rewrite, in place, in a function whose body does ``obj = new(cls)`` once, ``new`` being
+    ``object.__new__``, ``cls`` a name the factory binds and ``obj`` a name never rebound: that call
+    to ``_kraftspec_new(cls)``, which calls the class's own allocation (its ``tp_new``, object's)
+    without ``object.__new__``'s wrapper and checks; and each ``obj.name = value`` in the function to
+    ``_kraftspec_descr_set(slot, obj, value)``, the slot's own setter, where ``slot`` is bound by
+    the factory, once, to the descriptor that setting ``name`` on an instance of ``cls`` calls. The
+    factory refuses (KeyError, so the source runs with exec) a namespace where ``new`` is not
+    ``object.__new__``, or ``cls`` not a class that ``allocates_as_object_does``, or ``name`` not a
+    slot that ``slot_of`` finds. The (allocator, class) pairs rewritten, and the slots' names with
+    their (class, attribute)."""
+    bound = set(bound)
+    allocations: set[tuple[str, str]] = set()
+    stores: dict[str, tuple[str, str]] = {}
+    for function in statements:
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        arguments = {a.arg for a in ast.walk(function) if isinstance(a, ast.arg)}
+        stored = [n.id for n in ast.walk(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
+        for statement in function.body:
+            match statement:
+                case ast.Assign(targets=[ast.Name(id=obj)], value=ast.Call(func=ast.Name(id=new), args=[ast.Name(id=cls)], keywords=[]) as call):
+                    pass
+                case _:
+                    continue
+            if setters.get(new) != NEW or cls not in bound or cls in arguments or cls in stored \
+                    or obj in arguments or stored.count(obj) != 1:
+                continue
+            call.func = ast.Name("_kraftspec_new", ast.Load())
+            allocations.add((new, cls))
+            _SlotStores(obj, cls, stores).visit(function)
+    return allocations, stores
+
+
+class _SlotStores(ast.NodeTransformer):
+    """``obj.name = value`` to ``_kraftspec_descr_set(slot, obj, value)`` (see _direct_allocations)."""
+
+    def __init__(self, obj: str, cls: str, stores: dict[str, tuple[str, str]]) -> None:
+        self.obj, self.cls, self.stores = obj, cls, stores
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        self.generic_visit(node)
+        match node:
+            case ast.Assign(targets=[ast.Attribute(value=ast.Name(id=obj), attr=attribute)]) if obj == self.obj:
+                slot = next((name for name, at in self.stores.items() if at == (self.cls, attribute)), None)
+                if slot is None:
+                    slot = f"_kraftspec_slot_{len(self.stores)}"
+                    self.stores[slot] = (self.cls, attribute)
+                call = ast.Call(ast.Name("_kraftspec_descr_set", ast.Load()),
+                                [ast.Name(slot, ast.Load()), ast.Name(obj, ast.Load()), node.value], [])
+                return ast.copy_location(ast.Expr(call), node)
+        return node

@@ -131,9 +131,10 @@ def test_calls_of_a_slots_setter_are_compiled_to_the_setter_it_wraps(fresh):
     fresh.start_collecting()
     fresh.define(SETTING, dict(namespace), "test slots")
     sources = fresh.collected([])
-    assert [setters for _, _, setters in sources.values()] == [{"_set_a": generated.SLOT, "_set_b": generated.SLOT}]
+    assert [setters for _, _, setters in sources.values()] == [{"_new": generated.NEW, "_set_a": generated.SLOT, "_set_b": generated.SLOT}]
     module = generated.factory_module(sources)
     assert "_kraftspec_descr_set(_set_a, new, o.a if a is None else a)" in module
+    assert "new = _kraftspec_new(Slotted)" in module  # a __setattr__ of its own matters to no store here
     assert "_set_a = _kraftspec_setter('_set_a', namespace, \"a slot's __set__\").__self__" in module
     fresh.install(factories_of(sources))
     compiled = dict(namespace)
@@ -172,3 +173,79 @@ def test_object_setattr_is_the_generic_setter_unless_a_class_written_in_c_sets_a
     with pytest.raises(TypeError, match="can't apply this __setattr__"):
         object.__setattr__(meta("M", (), {}), "x", 1)
     assert not generated._sets_attributes_as_object_does(meta)
+
+
+class Plain:
+    __slots__ = ("a", "b")
+
+
+class Guarded(Plain):
+    __slots__ = ()
+
+    def __setattr__(self, name, value):  # a store through it is refused; the slot's own setter would not be
+        raise AttributeError("frozen")
+
+
+class Made(Plain):
+    __slots__ = ()
+
+    def __new__(cls):  # object.__new__ skips it; so must the compiled allocation, or not be used
+        raise TypeError("made elsewhere")
+
+
+class Loose:  # no slots: an attribute lands in the instance's dict
+    pass
+
+
+MAKING = "def make(a=_d_a, b=_d_b):\n    self = _new(_cls)\n    self.a = a\n    self.b = b\n    return self\n"
+
+
+def test_an_allocation_by_object_new_and_the_stores_into_its_slots_are_compiled_to_what_they_call(fresh):
+    """``self = object.__new__(cls)`` then ``self.name = value``, as impl's messages' ``make`` and the
+    model state's copiers are written: compiled, the class's own allocation and each slot's own
+    setter are called directly; a namespace whose class sets attributes its own way, allocates its
+    own way or has no such slot runs the source with exec, and gives what exec gives."""
+    namespace = {"_d_a": 1, "_d_b": None, "_new": object.__new__, "_cls": Plain}
+    fresh.start_collecting()
+    fresh.define(MAKING, dict(namespace), "test making")
+    sources = fresh.collected([])
+    assert [setters for _, _, setters in sources.values()] == [{"_new": generated.NEW}]
+    module = generated.factory_module(sources)
+    assert "self = _kraftspec_new(_cls)" in module and "_kraftspec_allocating(_cls)" in module
+    assert "_kraftspec_descr_set(_kraftspec_slot_0, self, a)" in module and "_kraftspec_slot_1 = _kraftspec_slot(_cls, 'b')" in module
+    fresh.install(factories_of(sources))
+    compiled = dict(namespace)
+    fresh.define(MAKING, compiled, "test making")
+    assert fresh.compiled_count() == 1 and compiled["make"].__code__.co_filename == "<factories>"
+    made = compiled["make"](b=[2])
+    assert type(made) is Plain and (made.a, made.b) == (1, [2])
+    for cls in (Guarded, Made, Loose):
+        other = {**namespace, "_cls": cls}
+        fresh.define(MAKING, other, "test making")
+        assert other["make"].__code__.co_filename.startswith("<kraftspec generated"), cls
+    assert fresh.compiled_count() == 1
+    with pytest.raises(AttributeError, match="frozen"):
+        other = {**namespace, "_cls": Guarded}
+        fresh.define(MAKING, other, "test making")
+        other["make"]()
+    loose = {**namespace, "_cls": Loose}
+    fresh.define(MAKING, loose, "test making")
+    assert vars(loose["make"](a=3)) == {"a": 3, "b": None}
+    another = {**namespace, "_new": lambda cls: object.__new__(cls)}  # not object.__new__ itself
+    fresh.define(MAKING, another, "test making")
+    assert fresh.compiled_count() == 1 and another["make"]().a == 1
+
+
+def test_an_allocation_is_left_as_it_is_unless_its_object_is_made_once_of_a_bound_class():
+    setters = {"_new": generated.NEW}
+    for source in ("def f(cls):\n    o = _new(cls)\n    o.a = 1\n",  # the class a parameter
+                   "def f(v):\n    o = _new(C)\n    o = v\n    o.a = 1\n",  # the object rebound
+                   "def f():\n    C = int\n    o = _new(C)\n    o.a = 1\n",  # the class rebound
+                   "def f():\n    o = new(C)\n    o.a = 1\n"):  # another allocator
+        statements = ast.parse(source).body
+        assert generated._direct_allocations(statements, setters, {"C", "new"}) == (set(), {}), source
+        assert ast.unparse(statements[0]) == ast.unparse(ast.parse(source).body[0])
+    statements = ast.parse("def f(v):\n    o = _new(C)\n    o.a = v\n    o.b += v\n    o.a = o.b\n    return o\n").body
+    assert generated._direct_allocations(statements, setters, {"C", "_new"}) == ({("_new", "C")}, {"_kraftspec_slot_0": ("C", "a")})
+    assert ast.unparse(statements[0]) == ("def f(v):\n    o = _kraftspec_new(C)\n    _kraftspec_descr_set(_kraftspec_slot_0, o, v)\n"
+                                          "    o.b += v\n    _kraftspec_descr_set(_kraftspec_slot_0, o, o.b)\n    return o")
