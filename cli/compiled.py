@@ -367,7 +367,8 @@ def exercise_impl(profile: str) -> None:
 
 def collect_generated() -> generated.Collected:
     """The functions written at run time that a short run of the conformance job and of impl's
-    benchmarked paths (``exercise``) writes and calls often, by key (kraftspec.generated.collected), collected by a plain process."""
+    benchmarked paths (``exercise``) writes and calls often, by key (kraftspec.generated.collected),
+    collected by a plain process."""
     with tempfile.TemporaryDirectory(prefix="kraftspec-collect-") as work:
         found = Path(work, "generated.json")
         env = {**os.environ, ENABLE: "0"}
