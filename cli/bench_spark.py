@@ -333,8 +333,10 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE, whole: bool =
     fixed = figures["fixed_seconds"]["Spark local[2]"]
     more_tasks = task_count(GOAL_TRACES, WORKERS) - len(cut)
     starts = more_tasks * TASK_START_SECONDS / WORKERS
-    projected = [(once + GOAL_TRACES * (seconds - once) / traces + starts) / 60
-                 for seconds, once in zip(local2, fixed, strict=True)]
+    projected, said = projection(local2, fixed, traces, starts)
+    for warning in said:
+        warnings.append(warning)
+        say(out, f"  warning: {warning}")
     say(out, f"a job of one trace a task on local[2] took {summary(fixed)['median']:.2f} s (median): what a job costs "
         f"whatever its size, counted once in the projection below, which adds the start of the million-trace job's "
         f"{more_tasks} further tasks ({TASK_START_SECONDS * 1000:.0f} ms each, {starts:.1f} s on {WORKERS} workers) "
@@ -374,6 +376,24 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE, whole: bool =
             f"measure again when the load average stays below {cores()}")
     figures["warnings"] = warnings
     return figures
+
+
+def projection(seconds: list[float], fixed: list[float], traces: int, starts: float) -> tuple[list[float], list[str]]:
+    """The minutes that GOAL_TRACES traces take on local[2], one figure a round, from the
+    round's ``seconds`` for ``traces`` traces and ``fixed`` seconds for the job of one trace a task:
+    the fixed time once, the rest per trace, and ``starts`` seconds for the further tasks. On a busy
+    machine the small job can take as long as the workload, and that round then says nothing of
+    what a trace costs: its whole time is counted per trace, which projects too many minutes rather
+    than too few, and a warning says so."""
+    minutes, warnings = [], []
+    for round_, (spent, once) in enumerate(zip(seconds, fixed, strict=True), start=1):
+        if once >= spent:
+            warnings.append(f"in round {round_}, the job of one trace a task took {once:.2f} s and the workload "
+                            f"{spent:.2f} s on local[2]: that round's projection counts the whole workload's time "
+                            f"per trace, an overestimate")
+            once = 0.0
+        minutes.append((once + GOAL_TRACES * (spent - once) / traces + starts) / 60)
+    return minutes, warnings
 
 
 def _checked(name: str, seconds: float, rows: int, traces: int) -> float:

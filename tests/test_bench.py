@@ -233,10 +233,16 @@ def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sess
     assert figures["projected_minutes"]["goal"] == 20
     # the projection counts a small job's time (one trace a task) once, the start of the million-trace
     # job's 126 further tasks (40 ms each, on 2 workers), and the rest of each round's time per trace
+    # (a round whose small job took as long as the workload, as on a busy machine, counts the whole
+    # workload per trace, and says so)
     fixed = figures["fixed_seconds"]["Spark local[2]"]
-    assert len(fixed) == rounds and all(0 < f < s for f, s in zip(fixed, local2, strict=True))
+    assert len(fixed) == rounds and all(f > 0 for f in fixed)
+    once = [f if f < s else 0.0 for f, s in zip(fixed, local2, strict=True)]
     assert figures["projected_minutes"]["runs"] == pytest.approx(
-        [(f + 1_000_000 * (s - f) / figures["traces"] + 126 * 0.04 / 2) / 60 for s, f in zip(local2, fixed, strict=True)])
+        [(f + 1_000_000 * (s - f) / figures["traces"] + 126 * 0.04 / 2) / 60 for s, f in zip(local2, once, strict=True)])
+    for round_, (f, s) in enumerate(zip(fixed, local2, strict=True), start=1):
+        said = [w for w in figures["warnings"] if w.startswith(f"in round {round_}, the job of one trace a task")]
+        assert len(said) == (f >= s), (round_, f, s)
     assert len(figures["load_average"]["start"]) == len(figures["load_average"]["end"]) == 3
     assert len(figures["machine_speed"]) == rounds + 3 and all(speed > 0 for speed in figures["machine_speed"])
     text = out.getvalue()
@@ -252,6 +258,19 @@ def test_bench_spark_quick_measures_the_four_ways_interleaved_and_stops_its_sess
     assert ("10,000 traces of 50 events, the whole job: 0.2 minutes (15.0 s, 33,333 events/s, 25.0 minutes at "
             "1,000,000); goal 20 minutes for 1,000,000: NOT met") in text
     assert job["load_after"] >= 0  # the load and the machine's speed are read after the job too
+
+
+def test_the_projection_counts_a_job_s_fixed_time_once_or_warns_when_a_round_cannot_tell_it_apart():
+    from kraftspec.bench_spark import projection
+
+    # 4,000 traces in 10 s, of which 1 s is what any job costs: 999,996 further traces at 9 s a 4,000
+    minutes, warnings = projection([10.0], [1.0], 4000, 2.5)
+    assert minutes == pytest.approx([(1.0 + 1_000_000 * 9.0 / 4000 + 2.5) / 60]) and warnings == []
+    # the small job as slow as the workload, in round 2 only: that round counts all 10 s per trace
+    minutes, warnings = projection([10.0, 10.0], [1.0, 10.0], 4000, 2.5)
+    assert minutes[1] == pytest.approx((1_000_000 * 10.0 / 4000 + 2.5) / 60) and minutes[1] > minutes[0]
+    assert warnings == ["in round 2, the job of one trace a task took 10.00 s and the workload 10.00 s on local[2]: "
+                        "that round's projection counts the whole workload's time per trace, an overestimate"]
 
 
 def test_the_whole_job_is_kraftspec_conform_run_as_a_user_runs_it(tmp_path):
