@@ -54,6 +54,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -292,6 +293,10 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
         compiled = cythonize(extensions, build_dir=str(Path(work, "c")), nthreads=jobs, quiet=True, include_path=[str(tree)],
                              compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False,
                                                   "nonecheck": True})
+        for extension in compiled:
+            for c_file in extension.sources:
+                c_path = Path(c_file)
+                c_path.write_text(with_attribute_caches(c_path.read_text(encoding="utf-8")), encoding="utf-8")
         staging = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
         try:
             distribution = Distribution({"ext_modules": compiled, "script_name": "kraftspec-compile"})
@@ -312,6 +317,110 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
     print(f"built {len(modules)} modules and {len(written)} functions written at run time in {time.monotonic() - started:.0f} s: "
           f"{directory}", file=out)
     return directory
+
+
+ATTRIBUTE_CACHE = r"""
+/* kraftspec compile: a cache at each place that reads or sets an attribute, as CPython's interpreter
+   keeps one. Cython looks obj.name up through the type each time (the name hashed into the type's
+   method cache, the descriptor found, called); here each such place remembers the type it last
+   saw, that type's version tag (which CPython changes whenever the type or one of its bases is
+   changed) and, when the attribute is a slot (__slots__), the slot's offset, which it then reads or
+   sets directly while the object is of that type and the tag holds. Anything else (an object of
+   another type, a type with its own __getattribute__, __getattr__ or __setattr__, an attribute that
+   is not a slot, a slot that is not set, a read-only one) takes the generic way, as before. (Class
+   attributes and methods were cached too, for a time: it saved nothing measurable.) */
+#if !defined(Py_LIMITED_API) && !defined(PYPY_VERSION) && defined(__GNUC__) && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#include "structmember.h"
+typedef struct { PyTypeObject *type; unsigned int version; Py_ssize_t offset; } __kraftspec_attribute_cache;
+
+enum { __KRAFTSPEC_GET, __KRAFTSPEC_SET, __KRAFTSPEC_GENERIC_SET };
+
+/* Fill ``cache`` for ``type`` and ``use`` with the slot's offset, or empty it. __KRAFTSPEC_SET is
+   obj.name = value, which the type may do its own way; __KRAFTSPEC_GENERIC_SET is
+   PyObject_GenericSetAttr, which sets the slot whatever the type's __setattr__ (what
+   object.__setattr__ runs, in the __init__ of a frozen attrs class). */
+static void __kraftspec_attribute_look(__kraftspec_attribute_cache *cache, PyTypeObject *type, PyObject *name, int use) {
+    cache->type = NULL;
+    cache->offset = 0;
+    if (!PyUnicode_CheckExact(name))
+        return;
+    if (use == __KRAFTSPEC_GET ? type->tp_getattro != PyObject_GenericGetAttr
+            : use == __KRAFTSPEC_SET && type->tp_setattro != PyObject_GenericSetAttr)
+        return;
+    PyObject *found = _PyType_Lookup(type, name); /* borrowed; gives the type a version tag */
+    if (found == NULL || !PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) || !Py_IS_TYPE(found, &PyMemberDescr_Type))
+        return;
+    PyMemberDef *member = ((PyMemberDescrObject *)found)->d_member;
+    if (member->type != T_OBJECT_EX || (use != __KRAFTSPEC_GET && (member->flags & READONLY)))
+        return;
+    cache->offset = member->offset;
+    cache->type = type;
+    cache->version = type->tp_version_tag;
+}
+
+static inline PyObject *__kraftspec_getattr(__kraftspec_attribute_cache *cache, PyObject *obj, PyObject *name) {
+    PyTypeObject *type = Py_TYPE(obj);
+    if (type != cache->type || type->tp_version_tag != cache->version)
+        __kraftspec_attribute_look(cache, type, name, __KRAFTSPEC_GET);
+    if (type == cache->type) {
+        PyObject *value = *(PyObject **)((char *)obj + cache->offset);
+        if (value != NULL) {
+            Py_INCREF(value);
+            return value;
+        }
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+static inline int __kraftspec_setattr(__kraftspec_attribute_cache *cache, PyObject *obj, PyObject *name, PyObject *value,
+                                      int use) {
+    PyTypeObject *type = Py_TYPE(obj);
+    if (type != cache->type || type->tp_version_tag != cache->version)
+        __kraftspec_attribute_look(cache, type, name, use);
+    if (type == cache->type && value != NULL) {
+        PyObject **slot = (PyObject **)((char *)obj + cache->offset);
+        PyObject *old = *slot;
+        Py_INCREF(value);
+        *slot = value;
+        Py_XDECREF(old);
+        return 0;
+    }
+    return use == __KRAFTSPEC_SET ? PyObject_SetAttr(obj, name, value) : PyObject_GenericSetAttr(obj, name, value);
+}
+
+#define __KRAFTSPEC_GETATTR(obj, name) __extension__ ({ \
+    static __kraftspec_attribute_cache __kraftspec_cache; __kraftspec_getattr(&__kraftspec_cache, (obj), (name)); })
+#define __KRAFTSPEC_SETATTR(obj, name, value) __extension__ ({ \
+    static __kraftspec_attribute_cache __kraftspec_cache; \
+    __kraftspec_setattr(&__kraftspec_cache, (obj), (name), (value), __KRAFTSPEC_SET); })
+#define __KRAFTSPEC_GENERIC_SETATTR(obj, name, value) __extension__ ({ \
+    static __kraftspec_attribute_cache __kraftspec_cache; \
+    __kraftspec_setattr(&__kraftspec_cache, (obj), (name), (value), __KRAFTSPEC_GENERIC_SET); })
+#else
+#define __KRAFTSPEC_GETATTR(obj, name) PyObject_GetAttr((obj), (name))
+#define __KRAFTSPEC_SETATTR(obj, name, value) PyObject_SetAttr((obj), (name), (value))
+#define __KRAFTSPEC_GENERIC_SETATTR(obj, name, value) PyObject_GenericSetAttr((obj), (name), (value))
+#endif
+"""
+
+_READ = re.compile(r"(?<= = )__Pyx_PyObject_GetAttrStr\(")
+_SET = re.compile(r"(?<=  if \()__Pyx_PyObject_SetAttrStr\(")
+_GENERIC_SET = re.compile(r"(?<= = )PyObject_GenericSetAttr\(")  # kraftspec.generated's _kraftspec_setattr
+
+
+def with_attribute_caches(code: str) -> str:
+    """The C that Cython wrote for a module, each place in it that reads an attribute (``x =
+    obj.name``) or sets one (``obj.name = x``, and kraftspec.generated's ``PyObject_GenericSetAttr``) made to keep a cache of its own (ATTRIBUTE_CACHE). The
+    source's meaning is untouched: where its cache does not hold, the attribute is looked up as
+    Cython's own code looks it up."""
+    include = '#include "Python.h"\n'
+    head, found, rest = code.partition(include)
+    if not found:
+        raise CompileError('Cython wrote C that does not include "Python.h" as kraftspec compile expects; '
+                           "is this a release of Cython it was not written for?")
+    rest = _READ.sub("__KRAFTSPEC_GETATTR(", rest)
+    rest = _SET.sub("__KRAFTSPEC_SETATTR(", rest)
+    return head + include + ATTRIBUTE_CACHE + _GENERIC_SET.sub("__KRAFTSPEC_GENERIC_SETATTR(", rest)
 
 
 COLLECT = r"""
