@@ -242,6 +242,21 @@ def test_the_declaration_files_are_part_of_the_build_key(tmp_path):
     assert build_key(moved) != build_key(modules)
 
 
+def test_the_releases_of_attrs_and_cython_are_part_of_the_build_key(monkeypatch):
+    """attrs writes the source of its classes' methods, and Cython the C that the build changes: another
+    release of either is another build."""
+    import importlib.metadata
+
+    modules = sources()
+    key = build_key(modules)
+    version = importlib.metadata.version
+    for name in ("attrs", "Cython"):
+        monkeypatch.setattr(importlib.metadata, "version", lambda d, name=name: "0.0" if d == name else version(d))
+        assert build_key(modules) != key, name
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert build_key(modules) == key
+
+
 # A handler module imported before the controller (its declarations name the Controller's type,
 # which needs kraftspec.impl.controller imported first), then what impl's classes are.
 DECLARED = r"""
