@@ -431,9 +431,9 @@ _GENERIC_SET = re.compile(r"(?<= = )PyObject_GenericSetAttr\(")  # kraftspec.gen
 
 def with_attribute_caches(code: str) -> str:
     """The C that Cython wrote for a module, each place in it that reads an attribute (``x =
-    obj.name``) or sets one (``obj.name = x``, and kraftspec.generated's ``PyObject_GenericSetAttr``) made to keep a cache of its own (ATTRIBUTE_CACHE). The
-    source's meaning is untouched: where its cache does not hold, the attribute is looked up as
-    Cython's own code looks it up."""
+    obj.name``) or sets one (``obj.name = x``, and kraftspec.generated's ``PyObject_GenericSetAttr``)
+    made to keep a cache of its own (ATTRIBUTE_CACHE). The source's meaning is untouched: where its
+    cache does not hold, the attribute is looked up as Cython's own code looks it up."""
     include = '#include "Python.h"\n'
     head, found, rest = code.partition(include)
     if not found:
@@ -539,8 +539,8 @@ def add_parser(commands) -> None:
         "that plain Python runs, and with them the functions that kraftspec and attrs write at run time which "
         "a short run of the conformance job and of impl's benchmarked request paths calls most, and keep the result in a cache directory. Afterwards, any kraftspec command "
         f"run with the environment variable {ENABLE}=1 uses the compiled modules, as long as they were built "
-        "from exactly the installed sources (after a change to one, it runs plain Python and says so, until "
-        "you compile again). A compiled run gives the same traces and verdicts as a plain one, byte for byte; "
+        "from exactly the installed sources, with the installed releases of attrs and Cython (after a change "
+        "to any of them, it runs plain Python and says so, until you compile again). A compiled run gives the same traces and verdicts as a plain one, byte for byte; "
         "it is only faster. Needs Cython and setuptools (pip install 'kraftspec[compiled]'), a C compiler and "
         "Python's C headers.",
         epilog=f"Example: kraftspec compile && {ENABLE}=1 kraftspec conform --traces 100000",
