@@ -13,7 +13,6 @@ import json
 import re
 import shutil
 import subprocess
-import time
 from importlib.resources import files
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from kraftspec.site import SEARCH_SEPARATOR, html_name, page_name, spec_headings
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = Path(str(files("kraftspec.spec")))
-BUILD_SECONDS = 60  # the promise, on 2 shared cores
 
 
 def _text(fragment: str) -> str:
@@ -51,10 +49,7 @@ def _git_status() -> str:
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site") / "out"
     before = _git_status()
-    started = time.perf_counter()
     assert main(["site", str(out)]) == 0
-    seconds = time.perf_counter() - started
-    assert seconds < BUILD_SECONDS, f"the site took {seconds:.1f} s to build"
     assert _git_status() == before, "the build wrote into the repository"
     return out
 
