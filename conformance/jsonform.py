@@ -325,6 +325,10 @@ def _from_json_source(function: str, fields, version: int, path: str, namespace,
             expr = "v"
         arguments.append((name, attr, expr))
     if resolve is not None:  # straight to the constructor; a field the data lacks keeps its default
+        if helpers:  # the nested structs' builders, which the converters below call: defined before
+            # them, so that a compiled build finds each converter's names bound when it is defined
+            define("\n".join(helpers), namespace, f"kraftspec.conformance.jsonform from_json {path}")
+            helpers = []
         counter[0] += 1
         cls_name = f"_c{counter[0]}"
         namespace[cls_name] = resolve(path)

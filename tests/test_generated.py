@@ -86,6 +86,25 @@ def test_a_source_whose_names_are_missing_or_rebound_is_not_collected(fresh):
     assert [source for source, _, _ in fresh.collected([]).values()] == ["def h():\n    return len\n"]
 
 
+def test_every_function_a_trace_converter_writes_can_be_compiled(fresh, monkeypatch):
+    # a converter of an array of structs calls the struct's builder: were the builder defined after
+    # it, the converter would read a name its namespace lacks when defined, and always run with exec
+    from kraftspec.conformance import jsonform
+    from kraftspec.conformance.adapters import make_impl
+
+    monkeypatch.setattr(jsonform, "_FROM_JSON", {})
+    fresh.start_collecting()
+    build = jsonform.compiled_from_json("BrokerRegistrationRequest", 0, make_impl)
+    request = build({"BrokerId": 1, "ClusterId": "c", "IncarnationId": "AAAAAAAAAAAAAAAAAAAAAA",
+                     "Listeners": [{"Name": "PLAINTEXT", "Host": "h", "Port": 9092, "SecurityProtocol": 0}],
+                     "Features": [{"Name": "metadata.format", "MinSupportedVersion": 1, "MaxSupportedVersion": 1}],
+                     "Rack": None})
+    assert request.listeners[0].port == 9092 and request.features[0].max_supported_version == 1
+    defined = [source for source, *_ in fresh._collected]
+    assert any("Listeners" in source for source in defined) and len(defined) > 3
+    assert sorted(source for source, _, _ in fresh.collected([]).values()) == sorted(set(defined))
+
+
 @attrs.frozen
 class Point:
     x: int
