@@ -715,8 +715,9 @@ def compare(name: str, kafka_runs: list[float], impl_runs: list[float], unit: st
         figure["met"] = ratio >= goal
     say(out, text)
     if ratios["spread"] > NOISY:
-        figure["warning"] = (f"the rounds' ratios spread over {NOISY:.0%}: the machine was too busy (load average "
-                             f"{load_average()}) for this comparison to mean much; run it again on a quieter machine")
+        figure["warning"] = (f"the rounds' ratios spread over {NOISY:.0%}, too widely for this comparison to mean much "
+                             f"(load average {load_average()}); run it again, on a quieter machine if the load average "
+                             f"came near the number of cores")
         say(out, f"    warning: {figure['warning']}")
     return figure
 
