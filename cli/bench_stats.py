@@ -192,7 +192,14 @@ def close_call(value: float, goal: float, higher_is_better: bool) -> str:
     if not goal or value == goal or abs(value - goal) >= 0.01 * abs(goal):
         return ""
     beyond = (value - goal) / abs(goal) * (1 if higher_is_better else -1)
-    return f" ({'ahead' if beyond > 0 else 'short'} by {abs(beyond):.2%}: {value:.5g} against {goal:.5g})"
+    return f" ({'ahead' if beyond > 0 else 'short'} by {abs(beyond):.2%}: {_digits(value)} against {_digits(goal)})"
+
+
+def _digits(value: float) -> str:
+    """``value`` to five significant digits, or to the unit if it has more, never in exponent form
+    (99,465 against 100,000; 1.6996 against 1.7)."""
+    whole = len(str(int(abs(value))))
+    return f"{value:,.{max(5, whole)}g}"
 
 
 def value_verdict(value: float, goal: float, higher_is_better: bool = True) -> str:

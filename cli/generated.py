@@ -419,6 +419,8 @@ def _direct_setters(statements: list[ast.stmt], setters: dict[str, str]) -> tupl
                 call = calls[id(n)]
                 call.func, call.args = ast.Name("_kraftspec_setattr", ast.Load()), [ast.Name(obj, ast.Load()), *call.args]
             function.body.remove(statement)
+            if not function.body:  # the __init__ of a class with no attributes: it only made the setter
+                function.body.append(ast.Pass())
             getters.add(getter)
     return slots, getters
 

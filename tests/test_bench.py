@@ -1,6 +1,7 @@
 """``kraftspec bench impl --quick`` runs end to end and writes its figures (a smoke test: the
 figures themselves are measured by the command, never asserted in tests)."""
 
+import gc
 import io
 import json
 from contextlib import redirect_stdout
@@ -29,10 +30,24 @@ def test_bench_impl_quick_runs_and_writes_every_figure(tmp_path):
         assert f"warning: {warning}" in text
 
 
-def test_bench_conformance_quick_runs_and_writes_every_figure(tmp_path):
+def test_bench_conformance_quick_runs_and_writes_every_figure(tmp_path, monkeypatch):
+    # the generation leg generates as a conform task does: the cyclic collector paused, and run by
+    # the leg over the young objects every COLLECT_EVERY walks and at its end
+    from kraftspec.conformance import generate, spark
+
+    monkeypatch.setattr(spark, "COLLECT_EVERY", 3)
+    collector_on: list[bool] = []
+    collections: list[int] = []
+    walk, collect = generate.walk, gc.collect
+    monkeypatch.setattr(generate, "walk", lambda *a, **k: collector_on.append(gc.isenabled()) or walk(*a, **k))
+    monkeypatch.setattr(gc, "collect", lambda generation=2: collections.append(generation) or collect(generation))
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["bench", "conformance", "--quick", "--json", str(tmp_path / "figures.json")]) == 0
+    assert gc.isenabled()
+    walks = len(collector_on) // 3  # the walks generated once for the replay legs, then by each of 2 rounds
+    assert len(collector_on) == 3 * walks and collector_on == [True] * walks + [False] * 2 * walks
+    assert collections.count(1) == 2 * (walks // 3 + 1)
     figures = json.loads((tmp_path / "figures.json").read_text())
     for key in ("generate_events_per_s", "replay_responses_events_per_s", "replay_state_events_per_s",
                 "replay_records_events_per_s", "subprocess_responses_events_per_s", "subprocess_records_events_per_s"):
@@ -190,6 +205,9 @@ def test_the_stats_warn_of_a_wide_spread_and_of_ratios_two_workers_cannot_give()
     assert verdict(summary([1.69957, 1.69957]), 1.7) == "NOT met (short by 0.03%: 1.6996 against 1.7)"
     assert verdict(summary([19.9, 19.9]), 20, higher_is_better=False) == "met (ahead by 0.50%: 19.9 against 20)"
     assert verdict(summary([1.7, 1.7]), 1.7) == "met" and verdict(summary([1.8, 1.8]), 1.7) == "met"
+    # a large figure is written out, never in exponent form
+    assert verdict(summary([99_465, 99_465]), 100_000) == "NOT met (short by 0.53%: 99,465 against 100,000)"
+    assert verdict(summary([1_234_567.8, 1_234_567.8]), 1_240_000) == "NOT met (short by 0.44%: 1,234,568 against 1,240,000)"
     from kraftspec.bench import verdict as single_verdict
 
     assert single_verdict(5.02, 5.0, False) == "NOT met (short by 0.40%: 5.02 against 5)"

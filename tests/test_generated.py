@@ -133,6 +133,29 @@ def test_attrs_methods_are_collected_and_adopted(fresh):
         Point.__init__, Point.__eq__ = original
 
 
+def test_the_init_of_an_attrs_class_without_attributes_is_compiled_to_a_function_that_does_nothing(fresh):
+    # attrs writes such an __init__ with one statement, the setter it then never calls; the
+    # factory drops that statement, and must leave a body Cython can compile
+    @attrs.frozen
+    class Empty:
+        pass
+
+    holder = type(sys)("kraftspec_test_empty")
+    holder.Empty = Empty  # type: ignore[attr-defined]
+    Empty.__module__ = holder.__name__
+    fresh.start_collecting()
+    sources = fresh.collected([holder])
+    [init] = [s for s, _, _ in sources.values() if s.startswith("def __init__")]
+    assert init.strip().endswith("_setattr = _cached_setattr_get(self)")
+    module = generated.factory_module(sources)
+    ast.parse(module)
+    assert "_cached_setattr_get(self)" not in module and "pass" in module
+    fresh.install(factories_of(sources))
+    assert fresh.adopt(holder) == 2
+    assert Empty.__init__.__code__.co_filename == "<factories>"
+    assert Empty() == Empty()
+
+
 class Slotted:
     __slots__ = ("a", "b")
 
