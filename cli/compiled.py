@@ -311,9 +311,14 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
         # annotation_typing off: Cython then reads no annotation as a C-level type check, so the
         # compiled code accepts exactly what the plain code accepts; nonecheck: a variable declared
         # as one of impl's classes (in a .pxd) that holds None raises AttributeError, as in plain Python
-        compiled = cythonize(extensions, build_dir=str(Path(work, "c")), nthreads=jobs, quiet=True, include_path=[str(tree)],
-                             compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False,
-                                                  "nonecheck": True})
+        try:
+            compiled = cythonize(extensions, build_dir=str(Path(work, "c")), nthreads=jobs, quiet=True, include_path=[str(tree)],
+                                 compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False,
+                                                      "nonecheck": True})
+        except Exception as error:  # Cython's own CompileError, from the worker that compiled the module
+            raise CompileError(f"Cython {_release('Cython')} could not compile {error}: its message, with the line, "
+                               "is above. Nothing was built, and kraftspec runs plain Python until a build succeeds; "
+                               "please report it with that message") from None
         for extension in compiled:
             for c_file in extension.sources:
                 c_path = Path(c_file)

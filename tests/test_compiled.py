@@ -311,3 +311,22 @@ def test_each_declared_class_declares_exactly_the_slots_of_its_class():
             assert attributes == slots, f"{pxd.name}: {class_name} declares {sorted(attributes ^ slots)} unlike its __slots__"
             checked += 1
     assert checked >= 10
+
+
+def test_a_source_cython_cannot_compile_is_reported_in_one_message_and_nothing_is_built(tmp_path, monkeypatch, capsys):
+    import Cython.Build
+    from Cython.Compiler.Errors import CompileError as CythonError
+
+    from kraftspec import compiled
+    from kraftspec.cli import main
+
+    def refuse(*args, **kwargs):
+        raise CythonError(None, "/tmp/src/kraftspec/_generated.py")
+
+    monkeypatch.setattr(Cython.Build, "cythonize", refuse)
+    monkeypatch.setattr(compiled, "collect_generated", lambda: {})
+    assert main(["compile", "--into", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kraftspec compile: Cython ") and "could not compile /tmp/src/kraftspec/_generated.py" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not any(tmp_path.rglob(compiled.MANIFEST))
