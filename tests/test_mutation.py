@@ -827,6 +827,19 @@ def committed_topics_in_name_order(c):
     ]))
 
 
+def reassignments_listed_in_name_and_partition_order(c):
+    c.start_brokers(1, 2, 3)
+    c.request(CreateTopicsRequest([  # ids in the other order than names; with these ids, a set of
+        # the reassigning (topic id, partition) pairs holds a-1 before a-0
+        CreatableTopic("a", UUID(int=3), -1, -1, [ReplicaAssignment(0, [1]), ReplicaAssignment(1, [1])]),
+        CreatableTopic("b", UUID(int=1), -1, -1, [ReplicaAssignment(0, [1])]),
+    ]))
+    c.reassign("b", [1, 2])
+    c.reassign("a", [1, 3], index=0)  # a-0's replicas sort after a-1's
+    c.reassign("a", [1, 2], index=1)
+    c.list_reassignments()
+
+
 def listing_some_topics_skips_the_others(c):
     c.start_brokers(1, 2)
     a_topic_on(c, (1,), name="b")
@@ -881,12 +894,15 @@ SWEEP_WITNESSES = {
         ("impl/replication.py:ReplicationControl._index:7", "if partition.reassigning: ... -> if not partition.reassigning: ..."),
         ("impl/replication.py:ReplicationControl._index:8", "self.reassigning.add(partition) -> pass"),
         ("impl/replication.py:ReplicationControl._assign:30", "removing or adding -> removing and adding"),
-        ("impl/replication.py:ReplicationControl.committed_partitions:13", "key[0] == 'topic' -> key[0] != 'topic'"),
-        ("impl/replication.py:ReplicationControl.committed_partitions:14", "0 -> 1")]),
+        ("impl/replication.py:ReplicationControl.committed_partitions:17", "key[0] == 'topic' -> key[0] != 'topic'"),
+        ("impl/replication.py:ReplicationControl.committed_partitions:18", "0 -> 1")]),
     listing_skips_topics_created_uncommitted: (None, [
-        ("impl/replication.py:ReplicationControl.committed_partitions:28", "continue -> break")]),
+        ("impl/replication.py:ReplicationControl.committed_partitions:27", "continue -> break")]),
     topic_created_uncommitted_then_failover: (None, [("impl/replication.py:ReplicationControl.restore:9", "del self.topics[topic_id] -> pass")]),
-    committed_topics_in_name_order: (None, [("impl/replication.py:ReplicationControl.committed_partitions:41", "0 -> 1")]),
+    committed_topics_in_name_order: (None, [("impl/replication.py:ReplicationControl._all_committed_partitions:5", "topics.sort() -> pass")]),
+    reassignments_listed_in_name_and_partition_order: (None, [
+        ("impl/replication.py:ReplicationControl.committed_partitions:38", "result.sort(key=lambda item: (item[0], item[2])) -> pass"),
+        ("impl/replication.py:ReplicationControl.committed_partitions:40", "2 -> 3")]),
     listing_some_topics_skips_the_others: (None, [
         ("impl/reassignment.py:handle_list_partition_reassignments:15", "continue -> break"),
         ("model/reassignment.py:handle_list_partition_reassignments:12", "continue -> break")]),
