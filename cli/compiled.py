@@ -342,7 +342,31 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
             shutil.rmtree(staging, ignore_errors=True)
     print(f"built {len(modules)} modules and {len(written)} functions written at run time in {time.monotonic() - started:.0f} s: "
           f"{directory}", file=out)
+    removed = prune(root, directory)
+    if removed:
+        print(f"removed {len(removed)} older build(s) from {root}, {sum(size for _, size in removed) / 1e6:.0f} MB "
+              f"(it keeps the {BUILDS_KEPT} newest)", file=out)
     return directory
+
+
+BUILDS_KEPT = 3
+"""How many builds a directory of builds keeps: the newest, so that switching between a few versions
+of the sources does not compile each again, while a build per edit does not pile up (each is some
+80 MB)."""
+
+
+def prune(root: Path, current: Path, kept: int = BUILDS_KEPT) -> list[tuple[Path, int]]:
+    """Remove the builds in ``root`` beyond the ``kept`` newest, ``current`` always among those kept;
+    each one removed, with the bytes it held. A build is a directory named by a build key and
+    holding a manifest; nothing else in ``root`` is touched."""
+    builds = [d for d in root.iterdir() if d != current and re.fullmatch(r"[0-9a-f]{20}", d.name) and (d / MANIFEST).is_file()]
+    builds.sort(key=lambda d: (d / MANIFEST).stat().st_mtime, reverse=True)
+    removed = []
+    for build in builds[max(kept - 1, 0):]:
+        size = sum(f.stat().st_size for f in build.rglob("*") if f.is_file())
+        shutil.rmtree(build, ignore_errors=True)
+        removed.append((build, size))
+    return removed
 
 
 ATTRIBUTE_CACHE = r"""
@@ -546,7 +570,8 @@ def add_parser(commands) -> None:
         f"run with the environment variable {ENABLE}=1 uses the compiled modules, as long as they were built "
         "from exactly the installed sources, with the installed releases of attrs and Cython (after a change "
         "to any of them, it runs plain Python and says so, until you compile again). A compiled run gives the same traces and verdicts as a plain one, byte for byte; "
-        "it is only faster. Needs Cython and setuptools (pip install 'kraftspec[compiled]'), a C compiler and "
+        f"it is only faster. Of the builds in the cache directory, the {BUILDS_KEPT} newest are kept and older ones "
+        "removed. Needs Cython and setuptools (pip install 'kraftspec[compiled]'), a C compiler and "
         "Python's C headers.",
         epilog=f"Example: kraftspec compile && {ENABLE}=1 kraftspec conform --traces 100000",
     )

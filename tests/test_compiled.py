@@ -330,3 +330,34 @@ def test_a_source_cython_cannot_compile_is_reported_in_one_message_and_nothing_i
     assert err.startswith("kraftspec compile: Cython ") and "could not compile /tmp/src/kraftspec/_generated.py" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not any(tmp_path.rglob(compiled.MANIFEST))
+
+
+def test_a_new_build_leaves_the_newest_builds_and_removes_older_ones(tmp_path):
+    import os
+
+    from kraftspec import compiled
+
+    builds = []
+    for age in range(6):  # the first one the newest
+        build = tmp_path / f"{age:020x}"
+        (build / "kraftspec").mkdir(parents=True)
+        (build / "kraftspec" / "model.so").write_bytes(b"x" * 1000)
+        (build / compiled.MANIFEST).write_text("{}")
+        os.utime(build / compiled.MANIFEST, (1_000_000 - age, 1_000_000 - age))
+        builds.append(build)
+    current = builds[4]  # the one just built is kept, whatever its time
+    (tmp_path / "notes").mkdir()  # not a build: no manifest
+    (tmp_path / "0123456789abcdef0123").mkdir()  # named as a build is, but without a manifest
+    removed = compiled.prune(tmp_path, current)
+    assert sorted(path for path, _ in removed) == [builds[2], builds[3], builds[5]]
+    assert all(size == 1002 for _, size in removed)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [builds[0].name, builds[1].name, current.name, "notes", "0123456789abcdef0123"])
+
+
+def test_compile_help_says_which_builds_it_keeps(capsys):
+    from kraftspec.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["compile", "--help"])
+    assert "the 3 newest are kept and older ones removed" in " ".join(capsys.readouterr().out.split())
