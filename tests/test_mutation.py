@@ -827,14 +827,14 @@ def committed_topics_in_name_order(c):
     ]))
 
 
-def reassignments_listed_in_name_and_partition_order(c):
+def reassignments_listed_in_partition_order(c):
+    # one topic: Kafka lists several reassigning topics in an order that differs from one run of its
+    # controller to the next (seen 2026-12-07, Kafka 4.4.0), and a topic's partitions in order
     c.start_brokers(1, 2, 3)
-    c.request(CreateTopicsRequest([  # ids in the other order than names; with these ids, a set of
-        # the reassigning (topic id, partition) pairs holds a-1 before a-0
+    c.request(CreateTopicsRequest([  # with this id, a set of the reassigning (topic id, partition)
+        # pairs holds a-1 before a-0
         CreatableTopic("a", UUID(int=3), -1, -1, [ReplicaAssignment(0, [1]), ReplicaAssignment(1, [1])]),
-        CreatableTopic("b", UUID(int=1), -1, -1, [ReplicaAssignment(0, [1])]),
     ]))
-    c.reassign("b", [1, 2])
     c.reassign("a", [1, 3], index=0)  # a-0's replicas sort after a-1's
     c.reassign("a", [1, 2], index=1)
     c.list_reassignments()
@@ -900,7 +900,7 @@ SWEEP_WITNESSES = {
         ("impl/replication.py:ReplicationControl.committed_partitions:27", "continue -> break")]),
     topic_created_uncommitted_then_failover: (None, [("impl/replication.py:ReplicationControl.restore:9", "del self.topics[topic_id] -> pass")]),
     committed_topics_in_name_order: (None, [("impl/replication.py:ReplicationControl._all_committed_partitions:5", "topics.sort() -> pass")]),
-    reassignments_listed_in_name_and_partition_order: (None, [
+    reassignments_listed_in_partition_order: (None, [
         ("impl/replication.py:ReplicationControl.committed_partitions:38", "result.sort(key=lambda item: (item[0], item[2])) -> pass"),
         ("impl/replication.py:ReplicationControl.committed_partitions:40", "2 -> 3")]),
     listing_some_topics_skips_the_others: (None, [
