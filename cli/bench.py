@@ -364,7 +364,7 @@ def bench_conformance(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict
     from kraftspec.conformance.adapters import ImplAdapter
     from kraftspec.conformance.generate import walk
     from kraftspec.conformance.replay import replay
-    from kraftspec.conformance.spark import COLLECT_EVERY
+    from kraftspec.conformance.spark import collected_every
     from kraftspec.conformance.subprocess_adapter import SubprocessAdapter
 
     quick = scale < 1
@@ -402,19 +402,9 @@ def bench_conformance(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict
         """Each walk generated and named, then let go, as a conform task does it: with the cyclic
         collector paused, and run over the young objects every COLLECT_EVERY walks and once at the
         end, in the time (check_seeds); the replay legs pause it too."""
-        collecting = gc.isenabled()
         started = time.perf_counter()
-        gc.disable()
-        try:
-            again = []
-            for count, seed in enumerate(seeds, 1):
-                again.append(walk(seed, steps, config=config).name)
-                if count % COLLECT_EVERY == 0:
-                    gc.collect(1)
-            gc.collect(1)
-        finally:
-            if collecting:
-                gc.enable()
+        again = [walk(seed, steps, config=config).name for seed in collected_every(seeds)]
+        gc.collect(1)  # what the walks left since the last collection, in the time
         seconds = time.perf_counter() - started
         if again != names:
             raise RuntimeError("the model generated other walks from the same seeds")

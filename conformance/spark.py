@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from attrs import field, frozen
 
@@ -185,6 +185,8 @@ def _start_rules(profile: str, config: dict[str, Any]) -> tuple[str, ...]:
 COLLECT_EVERY = 1000
 """Traces checked between two runs of the cyclic garbage collector, which check_seeds runs itself."""
 
+T = TypeVar("T")
+
 
 def check_seeds(seeds: Iterable[int], workload: Workload) -> Iterator[dict[str, Any]]:
     """Rows for ``seeds``, with one adapter for all of them (a subprocess adapter starts its server
@@ -195,17 +197,30 @@ def check_seeds(seeds: Iterable[int], workload: Workload) -> Iterator[dict[str, 
     from .subprocess_adapter import adapter_from_spec
 
     adapter = adapter_from_spec(workload.adapter)
+    each = collected_every(seeds)
+    try:
+        for seed in each:
+            yield check_seed(seed, workload, adapter)
+    finally:
+        each.close()
+        getattr(adapter, "shutdown", adapter.close)()
+
+
+def collected_every(items: Iterable[T]) -> Iterator[T]:
+    """``items``, one at a time, with the cyclic collector paused and run over the young objects after
+    every COLLECT_EVERY of them (the whole heap, Spark's in a driver, is walked by no collection while
+    they are worked on); the collector is given back as it was found when they run out or this is
+    closed. How a conform task checks its seeds, and how ``kraftspec bench`` generates as it does."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for count, seed in enumerate(seeds, 1):
-            yield check_seed(seed, workload, adapter)
-            if count % COLLECT_EVERY == 0:  # the young objects only: the whole heap (Spark's, in a
-                gc.collect(1)  # driver) is walked by no collection while the seeds are checked
+        for count, item in enumerate(items, 1):
+            yield item
+            if count % COLLECT_EVERY == 0:
+                gc.collect(1)
     finally:
         if collecting:
             gc.enable()
-        getattr(adapter, "shutdown", adapter.close)()
 
 
 def slices(seeds: range, count: int) -> list[range]:
