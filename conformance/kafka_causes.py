@@ -126,6 +126,17 @@ def _invalid_registration(trace: Trace, d: Divergence) -> bool:
 
 
 
+def _listed(replies: Any) -> list[str]:
+    """The (topic, partition) entries of ListPartitionReassignments answers, in their order, each as
+    a JSON text."""
+    return [json.dumps([t.get("Name"), p], sort_keys=True) for r in replies or ()
+            for t in r.get("body", {}).get("Topics") or () for p in t.get("Partitions") or ()]
+
+
+def _listing(d: Divergence) -> bool:
+    return d.part == "replies" and d.event.get("api") == "ListPartitionReassignments"
+
+
 def _adding_kept(trace: Trace, d: Divergence) -> bool:
     """B12: a reassignment replaced by one that adds no replica keeps the first one's
     AddingReplicas in Kafka (the record leaves the list out, or there is no record when nothing else
@@ -138,15 +149,34 @@ def _adding_kept(trace: Trace, d: Divergence) -> bool:
                    for e, a in zip(d.expected or (), d.actual or (), strict=False))
     if d.part == "replies" and d.event.get("api") == "AlterPartitionReassignments":
         return bool(d.actual) and not d.expected  # Kafka wrote nothing, so it answered at once
-    if d.part == "replies" and d.event.get("api") == "ListPartitionReassignments":
-        return "AddingReplicas" in json.dumps(d.actual or [])
+    if _listing(d):  # Kafka lists a partition with a broker both adding and removing
+        return any(set(p.get("AddingReplicas") or ()) & set(p.get("RemovingReplicas") or ())
+                   for r in d.actual or () for t in r.get("body", {}).get("Topics") or ()
+                   for p in t.get("Partitions") or ())
     return False
 
 
 def _listing_reads_uncommitted(trace: Trace, d: Divergence) -> bool:
-    """B13: ListPartitionReassignments answered differently: Kafka takes the reassigning topics at
-    the committed offset but their partitions from the uncommitted state."""
-    return d.part == "replies" and d.event.get("api") == "ListPartitionReassignments"
+    """B13: ListPartitionReassignments lists other reassignments: Kafka takes the reassigning topics
+    at the committed offset but their partitions from the uncommitted state."""
+    return _listing(d) and set(_listed(d.expected)) != set(_listed(d.actual))
+
+
+def _topic_listed_twice(trace: Trace, d: Divergence) -> bool:
+    """B30: an answer to a request for every topic lists a topic twice, as Kafka does after a
+    failover that undid the topic's uncommitted deletion."""
+    if not _listing(d) or d.event.get("body", {}).get("Topics") is not None:
+        return False
+    names = [t.get("Name") for r in d.actual or () for t in r.get("body", {}).get("Topics") or ()]
+    return len(names) != len(set(names))
+
+
+def _listed_in_kafkas_order(trace: Trace, d: Divergence) -> bool:
+    """B29: ListPartitionReassignments lists the same reassignments in another order, or some of them
+    twice: Kafka answers the topics and partitions a request names in its order, as often as it
+    names them, and a topic's partitions, when every topic is asked for, in the order they began
+    reassigning."""
+    return _listing(d) and set(_listed(d.expected)) == set(_listed(d.actual))
 
 
 def _another_order(trace: Trace, d: Divergence) -> bool:
@@ -239,6 +269,8 @@ ROWS: tuple[Row, ...] = (
     Row("B4", "a registration without the finalized metadata.version: INVALID_REGISTRATION", _invalid_registration),
     Row("B12", "a replaced reassignment keeps its adding replicas", _adding_kept),
     Row("B13", "ListPartitionReassignments reads uncommitted partitions", _listing_reads_uncommitted),
+    Row("B30", "a topic listed twice after a failover undid its deletion", _topic_listed_twice),
+    Row("B29", "reassignments listed in Kafka's order", _listed_in_kafkas_order),
     Row("B25", "the same records in Kafka's order of partitions", _another_order),
     Row("B26", "a reassignment completed on another ISR (Kafka 4.3 and later)", _completion),
     Row("B28", "a replaced unfenced incarnation: the new epoch is where the batch begins", _epoch_before_the_cleanup),

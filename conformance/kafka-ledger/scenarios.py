@@ -56,8 +56,8 @@ def _fenced_heartbeat(s: Scenario, broker_id: int) -> Scenario:
     return s.commit()
 
 
-def _reassign(s: Scenario, name: str, replicas) -> Scenario:
-    request = AlterPartitionReassignmentsRequest([ReassignableTopic(name, [ReassignablePartition(0, replicas)])])
+def _reassign(s: Scenario, name: str, replicas, index: int = 0) -> Scenario:
+    request = AlterPartitionReassignmentsRequest([ReassignableTopic(name, [ReassignablePartition(index, replicas)])])
     return s.send(request).commit()
 
 
@@ -189,6 +189,29 @@ def reassignment_completed_without_the_whole_target() -> Scenario:
     return s.alter_isr(1, "t", s.isr_entry("t", [1, 2, 3]))
 
 
+def reassignments_listed_in_kafkas_order() -> Scenario:
+    """B29 (REASSIGN-10): t-1, then t-0, begin reassigning; the operator lists every reassignment.
+    kraftspec lists t's partitions by index (0, 1); Kafka in the order they began reassigning (1, 0),
+    the order in which its index of reassigning topics keeps them."""
+    s = _kafka().start_brokers(1, 2)
+    s.create_topic("t", [[1], [1]])
+    _reassign(s, "t", [1, 2], index=1)
+    _reassign(s, "t", [1, 2], index=0)
+    return s.send(ListPartitionReassignmentsRequest(None))
+
+
+def topic_listed_twice_after_reverted_deletion() -> Scenario:
+    """B30 (REASSIGN-10, LOG-10): t-0's reassignment is committed; t's deletion is not when the
+    controller fails over, which undoes it. kraftspec lists t once; Kafka lists it twice, the same
+    partition in both entries."""
+    s = _kafka().start_brokers(1, 2)
+    s.create_topic("t", [[1]])
+    _reassign(s, "t", [1, 2])
+    s.send(DeleteTopicsRequest(["t"]))
+    s.send(Failover())
+    return s.send(ListPartitionReassignmentsRequest(None))
+
+
 def replaced_unfenced_incarnation_epoch() -> Scenario:
     """B28 (REG-6, DEC-4, DEC-25): broker 3, unfenced and in t's ISRs, lets its session lapse; before
     Kafka's scan fences it, a new incarnation registers. Both take the old incarnation out of its ISRs
@@ -214,6 +237,8 @@ LEDGER: dict[str, Callable[[], Scenario]] = {
     "b26_reassignment_completed_without_the_whole_target": reassignment_completed_without_the_whole_target,
     "b27_controlled_shutdown_waits_for_a_forgotten_offset": controlled_shutdown_waits_for_a_forgotten_offset,
     "b28_replaced_unfenced_incarnation_epoch": replaced_unfenced_incarnation_epoch,
+    "b29_reassignments_listed_in_kafkas_order": reassignments_listed_in_kafkas_order,
+    "b30_topic_listed_twice_after_reverted_deletion": topic_listed_twice_after_reverted_deletion,
 }
 
 

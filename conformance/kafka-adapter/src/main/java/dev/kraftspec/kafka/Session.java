@@ -35,6 +35,7 @@ import org.apache.kafka.common.message.BrokerRegistrationResponseData;
 import org.apache.kafka.common.message.CreateTopicsRequestData;
 import org.apache.kafka.common.message.DeleteTopicsResponseData;
 import org.apache.kafka.common.message.ListPartitionReassignmentsRequestData;
+import org.apache.kafka.common.message.ListPartitionReassignmentsResponseData;
 import org.apache.kafka.common.message.RequestHeaderData;
 import org.apache.kafka.common.message.UnregisterBrokerResponseData;
 import org.apache.kafka.common.metadata.FeatureLevelRecord;
@@ -393,8 +394,21 @@ final class Session implements AutoCloseable {
         short kafkaVersion = 0;
         ListPartitionReassignmentsRequestData request = (ListPartitionReassignmentsRequestData)
             Neutral.readRequest("ListPartitionReassignmentsRequestData", kafka, kafkaVersion);
+        boolean everyTopic = request.topics() == null;
         return controller.listPartitionReassignments(context(ApiKeys.LIST_PARTITION_REASSIGNMENTS, kafkaVersion), request)
-            .thenApply(r -> neutral.reply("ListPartitionReassignments", version, r, kafkaVersion));
+            .thenApply(r -> neutral.reply("ListPartitionReassignments", version, everyTopic ? topicsByName(r) : r, kafkaVersion));
+    }
+
+    /**
+     * An answer to a request for every topic with its topics in the order of their names, each
+     * topic's partitions kept in Kafka's order. Kafka walks its map of reassigning topics, keyed by
+     * topic ids it draws at random, so its order of topics changes from one run to the next; the
+     * order of a topic's partitions is Kafka's own and stays (spec/kafka.md, B29).
+     */
+    private static ListPartitionReassignmentsResponseData topicsByName(ListPartitionReassignmentsResponseData answer) {
+        List<ListPartitionReassignmentsResponseData.OngoingTopicReassignment> topics = new ArrayList<>(answer.topics());
+        topics.sort(Comparator.comparing(ListPartitionReassignmentsResponseData.OngoingTopicReassignment::name));
+        return answer.setTopics(topics);  // the answer is this request's own
     }
 
     // ---- failover, replies, waiting ----
