@@ -172,10 +172,8 @@ def _topic_listed_twice(trace: Trace, d: Divergence) -> bool:
 
 
 def _listed_in_kafkas_order(trace: Trace, d: Divergence) -> bool:
-    """B29: ListPartitionReassignments lists the same reassignments in another order, or some of them
-    twice: Kafka answers the topics and partitions a request names in its order, as often as it
-    names them, and a topic's partitions, when every topic is asked for, in the order they began
-    reassigning."""
+    """B29: ListPartitionReassignments lists the same reassignments in another order: Kafka lists a
+    topic's partitions, when every topic is asked for, in the order they began reassigning."""
     return _listing(d) and set(_listed(d.expected)) == set(_listed(d.actual))
 
 

@@ -849,8 +849,12 @@ EDITS: tuple[Mutant, ...] = (
           "                else:\n                    error = Error.NONE\n",
           "A new target for a partition already reassigning is refused instead of replacing it."),
     _edit("list-ignores-partition-indexes", "REASSIGN-10", impl_reassignment, "handle_list_partition_reassignments",
-          "if wanted is not None and partition_id not in wanted.get(name, ()):", "if wanted is not None and name not in wanted:",
+          "listed = [ongoing(i, found[topic.name, i]) for i in topic.partition_indexes if (topic.name, i) in found]",
+          "listed = [ongoing(i, fields) for (name, i), fields in found.items() if name == topic.name]",
           "ListPartitionReassignments lists every partition of a named topic, whatever indexes were asked for."),
+    _edit("named-topics-listed-by-name", "REASSIGN-10", impl_reassignment, "handle_list_partition_reassignments",
+          "        for topic in request.topics:\n", "        for topic in sorted(request.topics, key=lambda t: t.name):\n",
+          "ListPartitionReassignments answers the topics a request names in the order of their names, not as asked (DEC-38)."),
     _edit("reassigning-topic-not-deleted", "REASSIGN-12", impl_topics, "handle_delete_topics",
           "        else:\n            results.append(result(name=name, topic_id=topic.topic_id, error_code=Error.NONE))",
           "        elif any(p.reassigning for p in topic.partitions):\n"

@@ -77,25 +77,30 @@ def cancel_reassignment(controller: Controller, partition: Partition) -> Error:
 
 
 def handle_list_partition_reassignments(controller: Controller, request):
-    """REASSIGN-10: from the committed state."""
-    wanted: dict[str, set[int]] | None
-    if request.topics is None:
-        wanted = None
-    else:
-        wanted = {}
-        for topic in request.topics:
-            wanted.setdefault(topic.name, set()).update(topic.partition_indexes)
+    """REASSIGN-10: from the committed state; every topic by name, or the topics named, entry by
+    entry as asked (DEC-38)."""
     topic_type = ListPartitionReassignmentsResponse.OngoingTopicReassignment
     partition_type = topic_type.OngoingPartitionReassignment
-    topics: dict[str, list] = {}
-    for name, _, partition_id, fields in controller.state.replication.committed_partitions(only_reassigning=True):
+
+    def ongoing(partition_id: int, fields: tuple):
         replicas, _, removing, adding, *_ = fields
-        if wanted is not None and partition_id not in wanted.get(name, ()):
-            continue
-        topics.setdefault(name, []).append(partition_type(
-            partition_index=partition_id, replicas=replicas, adding_replicas=adding, removing_replicas=removing,
-        ))
+        return partition_type(partition_index=partition_id, replicas=replicas, adding_replicas=adding,
+                              removing_replicas=removing)
+
+    reassigning = controller.state.replication.committed_partitions(only_reassigning=True)  # by name, then index
+    topics: list[tuple[str, list]] = []
+    if request.topics is None:
+        for name, _, partition_id, fields in reassigning:
+            if not topics or topics[-1][0] != name:
+                topics.append((name, []))
+            topics[-1][1].append(ongoing(partition_id, fields))
+    else:
+        found = {(name, partition_id): fields for name, _, partition_id, fields in reassigning}
+        for topic in request.topics:
+            listed = [ongoing(i, found[topic.name, i]) for i in topic.partition_indexes if (topic.name, i) in found]
+            if listed:
+                topics.append((topic.name, listed))
     return ListPartitionReassignmentsResponse(
         error_code=Error.NONE,
-        topics=tuple(topic_type(name=name, partitions=tuple(ps)) for name, ps in sorted(topics.items())),
+        topics=tuple(topic_type(name=name, partitions=tuple(ps)) for name, ps in topics),
     )

@@ -49,6 +49,6 @@ def test_a_listing_difference_is_named_by_its_own_row(kafka, row):
     assert explained(KRAFTSPEC, kafka) == row
 
 
-def test_a_topic_named_twice_in_the_request_and_listed_twice_is_kafkas_order_not_the_failover_bug():
+def test_a_topic_listed_twice_is_the_failover_bug_only_in_an_answer_for_every_topic():
     asked = [{"Name": "b", "PartitionIndexes": [0]}, {"Name": "b", "PartitionIndexes": [0]}]
     assert explained(answer(("b", [partition(0)])), answer(("b", [partition(0)]), ("b", [partition(0)])), asked) == "B29"

@@ -207,6 +207,25 @@ def test_reassign_10_listing_answers_from_committed_state():
     assert c.list_reassignments([ListedTopic("nope", [0])]).topics == ()
 
 
+def test_reassign_10_named_topics_are_answered_entry_by_entry_as_asked():
+    """REASSIGN-10, DEC-38: as Kafka 4.0.0 and 4.4.0 answer through the Kafka adapter: the entries in
+    the request's order, each entry's partitions in the order asked, a topic or a partition named
+    twice listed twice, an entry with nothing reassigning left out. Every topic: by name and index."""
+    c = five_brokers(((1, 2, 3), (1, 2, 3), (1, 2, 3)))
+    c.create_topic("b", assignment=[[1, 2, 3]])
+    c.create_topic("a", assignment=[[1, 2, 3]])
+    for name, index in (("t", 2), ("t", 0), ("b", 0), ("a", 0)):
+        c.reassign(name, [3, 4, 5], index=index)
+
+    def listed(topics=None):
+        return [(t.name, [p.partition_index for p in t.partitions]) for t in c.list_reassignments(topics).topics]
+
+    assert listed() == [("a", [0]), ("b", [0]), ("t", [0, 2])]
+    asked = [ListedTopic("t", [2, 1, 0, 2]), ListedTopic("b", [0]), ListedTopic("nope", [0]),
+             ListedTopic("a", [1]), ListedTopic("t", [0])]
+    assert listed(asked) == [("t", [2, 0, 2]), ("b", [0]), ("t", [0])]
+
+
 def test_reassign_11_a_reassignment_survives_failover_and_snapshots():
     """REASSIGN-11: hard state."""
     c = five_brokers()
