@@ -177,6 +177,22 @@ def _listed_in_kafkas_order(trace: Trace, d: Divergence) -> bool:
     return _listing(d) and set(_listed(d.expected)) == set(_listed(d.actual))
 
 
+def _fenced(records: Any) -> list[int]:
+    """The brokers that records fence, in their order."""
+    return [r["data"].get("BrokerId") for r in records or () if r.get("type") == "FenceBrokerRecord"
+            or (r.get("type") == "BrokerRegistrationChangeRecord" and r.get("data", {}).get("Fenced") == FENCE)]
+
+
+def _sessions_after_unregistration(trace: Trace, d: Divergence) -> bool:
+    """B31: a tick fences another broker first, after a broker was unregistered: Kafka's table of
+    registrations keeps the size it once needed, which sets the order a newly active controller
+    gives the sessions in."""
+    if d.part != "records" or d.event.get("kind") != "tick":
+        return False
+    expected, actual = _fenced(d.expected), _fenced(d.actual)
+    return bool(expected) and bool(actual) and expected != actual and any(_requests(trace, d.step, "UnregisterBroker"))
+
+
 def _another_order(trace: Trace, d: Divergence) -> bool:
     """B25: the same records in another order: Kafka walks a broker's partitions in the order of
     its index of ISR members (topics in the order of their random ids)."""
@@ -273,6 +289,7 @@ ROWS: tuple[Row, ...] = (
     Row("B26", "a reassignment completed on another ISR (Kafka 4.3 and later)", _completion),
     Row("B28", "a replaced unfenced incarnation: the new epoch is where the batch begins", _epoch_before_the_cleanup),
     Row("B27", "a controlled shutdown held back by a metadata offset Kafka forgot", _shutdown_waits_for_a_forgotten_offset),
+    Row("B31", "sessions lapsing together after an unregistration, fenced in another order", _sessions_after_unregistration),
     Row("B9", "NEW_LEADER_ELECTED for an AlterIsr that completes a reassignment", _new_leader_elected),
     Row("B10", "an AlterIsr with no topics", _empty_alter_isr),
     Row("B11", "an AlterIsr naming a partition twice", _partition_named_twice),

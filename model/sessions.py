@@ -165,7 +165,8 @@ def registration_order(broker_ids: list[int]) -> list[int]:
     by broker id, ``BaseHashTable``): by slot, the top bits of ``id * FIBONACCI``, in a table of the
     slots that ``len(broker_ids)`` registrations need (it starts at 2 and doubles while
     ``(size + 1) * 0.75`` exceeds it). Within a slot Kafka keeps the order of insertion, which
-    depends on the table's history; the model takes the broker id there."""
+    depends on the table's history; the model takes the broker id there. Kafka's table never
+    shrinks, so after an unregistration it can be larger than this one (spec/kafka.md, B31)."""
     slots = 2
     while (len(broker_ids) + 1) * 3 > slots * 4:
         slots *= 2

@@ -47,6 +47,7 @@ EVERYWHERE = {
     "b28_replaced_unfenced_incarnation_epoch.jsonl": "failed at step 11 (records)",
     "b29_reassignments_listed_in_kafkas_order.jsonl": "failed at step 14 (replies)",
     "b30_topic_listed_twice_after_reverted_deletion.jsonl": "failed at step 14 (replies)",
+    "b31_sessions_after_unregistration_in_kafkas_order.jsonl": "failed at step 17 (records)",
 }
 """The outcome of each trace against Kafka 4.4.0 at level records."""
 

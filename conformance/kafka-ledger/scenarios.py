@@ -34,6 +34,7 @@ from kraftspec.model.messages import (
     ListPartitionReassignmentsRequest,
     ReassignablePartition,
     ReassignableTopic,
+    UnregisterBrokerRequest,
 )
 
 
@@ -212,6 +213,22 @@ def topic_listed_twice_after_reverted_deletion() -> Scenario:
     return s.send(ListPartitionReassignmentsRequest(None))
 
 
+def sessions_after_unregistration_in_kafkas_order() -> Scenario:
+    """B31 (LEASE-14, DEC-25): brokers 1 to 5 register, 2 and 5 are unfenced, 1 is unregistered; the
+    controller fails over and the sessions of 2 and 5 lapse together. The kafka profile gives the
+    sessions in the order of a table of registrations sized for the four there are, and its scan
+    fences 2 first; Kafka's table still has the room five needed (it never shrinks), its order puts
+    5 first, and its scan fences 5."""
+    s = _kafka()
+    for broker_id in (1, 2, 3, 4, 5):
+        s.register(broker_id)
+    s.heartbeat(2)
+    s.heartbeat(5)
+    s.send(UnregisterBrokerRequest(1)).commit()
+    s.send(Failover())
+    return s.tick(s.config.session_timeout_ms + 1)
+
+
 def replaced_unfenced_incarnation_epoch() -> Scenario:
     """B28 (REG-6, DEC-4, DEC-25): broker 3, unfenced and in t's ISRs, lets its session lapse; before
     Kafka's scan fences it, a new incarnation registers. Both take the old incarnation out of its ISRs
@@ -239,6 +256,7 @@ LEDGER: dict[str, Callable[[], Scenario]] = {
     "b28_replaced_unfenced_incarnation_epoch": replaced_unfenced_incarnation_epoch,
     "b29_reassignments_listed_in_kafkas_order": reassignments_listed_in_kafkas_order,
     "b30_topic_listed_twice_after_reverted_deletion": topic_listed_twice_after_reverted_deletion,
+    "b31_sessions_after_unregistration_in_kafkas_order": sessions_after_unregistration_in_kafkas_order,
 }
 
 
