@@ -130,11 +130,17 @@ def _invalid_registration(trace: Trace, d: Divergence) -> bool:
 
 
 
+def _entries(replies: Any) -> Iterable[tuple[str, dict[str, Any]]]:
+    """(topic name, partition) of each entry of ListPartitionReassignments answers, in their order."""
+    for r in replies or ():
+        for t in r.get("body", {}).get("Topics") or ():
+            for p in t.get("Partitions") or ():
+                yield t.get("Name"), p
+
+
 def _listed(replies: Any) -> list[str]:
-    """The (topic, partition) entries of ListPartitionReassignments answers, in their order, each as
-    a JSON text."""
-    return [json.dumps([t.get("Name"), p], sort_keys=True) for r in replies or ()
-            for t in r.get("body", {}).get("Topics") or () for p in t.get("Partitions") or ()]
+    """The entries of ListPartitionReassignments answers, in their order, each as a JSON text."""
+    return [json.dumps([name, p], sort_keys=True) for name, p in _entries(replies)]
 
 
 def _listing(d: Divergence) -> bool:
@@ -154,9 +160,7 @@ def _adding_kept(trace: Trace, d: Divergence) -> bool:
     if d.part == "replies" and d.event.get("api") == "AlterPartitionReassignments":
         return bool(d.actual) and not d.expected  # Kafka wrote nothing, so it answered at once
     if _listing(d):  # Kafka lists a partition with a broker both adding and removing
-        return any(set(p.get("AddingReplicas") or ()) & set(p.get("RemovingReplicas") or ())
-                   for r in d.actual or () for t in r.get("body", {}).get("Topics") or ()
-                   for p in t.get("Partitions") or ())
+        return any(set(p.get("AddingReplicas") or ()) & set(p.get("RemovingReplicas") or ()) for _, p in _entries(d.actual))
     return False
 
 
