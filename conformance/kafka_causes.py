@@ -269,18 +269,6 @@ def _shutdown_waits_for_a_forgotten_offset(trace: Trace, d: Divergence) -> bool:
     return False
 
 
-def _epoch_before_the_cleanup(trace: Trace, d: Divergence) -> bool:
-    """B28: a new incarnation replacing one that is still unfenced: kraftspec's epoch is the offset
-    of its RegisterBrokerRecord, after the records that take the old incarnation out of its ISRs;
-    Kafka's is the offset where that batch begins."""
-    if d.part != "records" or d.event.get("api") != "BrokerRegistration":
-        return False
-    expected = [r for r in d.expected or () if r.get("type") == "RegisterBrokerRecord"]
-    actual = [r for r in d.actual or () if r.get("type") == "RegisterBrokerRecord"]
-    return (len(expected) == len(actual) == 1 and len(d.expected) > 1
-            and expected[0]["data"]["BrokerEpoch"] != actual[0]["data"]["BrokerEpoch"])
-
-
 def _new_leader_elected(trace: Trace, d: Divergence) -> bool:
     """B9: Kafka answers an AlterIsr partition NEW_LEADER_ELECTED where the kip-631 profile answers
     seed 000's FENCED_LEADER_EPOCH (the kafka profile answers as Kafka does)."""
@@ -325,7 +313,6 @@ ROWS: tuple[Row, ...] = (
     Row("B29", "reassignments listed in Kafka's order", _listed_in_kafkas_order),
     Row("B25", "the same records in Kafka's order of partitions", _another_order),
     Row("B26", "a reassignment completed on another ISR (Kafka 4.3 and later)", _completion),
-    Row("B28", "a replaced unfenced incarnation: the new epoch is where the batch begins", _epoch_before_the_cleanup),
     Row("B27", "a controlled shutdown held back by a metadata offset Kafka forgot", _shutdown_waits_for_a_forgotten_offset),
     Row("B31", "sessions lapsing together after an unregistration, fenced in another order", _sessions_after_unregistration),
     Row("B9", "NEW_LEADER_ELECTED for an AlterIsr that completes a reassignment", _new_leader_elected),

@@ -9,7 +9,7 @@ cdef class Registration:
     cdef public object broker_id, incarnation_id, epoch, end_points, features, rack, fenced, in_controlled_shutdown
 
 cdef class ClusterControl:
-    cdef public dict brokers, features
+    cdef public dict brokers, features, record_offsets
     cdef public object journal
 
     @cython.locals(registration=Registration)

@@ -43,11 +43,14 @@ class Registration:
 class ClusterControl:
     """Registrations by broker id and finalized feature ranges by name."""
 
-    __slots__ = ("brokers", "features", "journal")
+    __slots__ = ("brokers", "features", "record_offsets", "journal")
 
     def __init__(self, journal: Journal) -> None:
         self.brokers: dict[int, Registration] = {}
         self.features: dict[str, tuple[int, int]] = {}
+        # LEASE-9: the offset of each broker's latest RegisterBrokerRecord, where this controller saw it
+        # written (REG-6: after the records its batch begins with, the epoch being the batch's start)
+        self.record_offsets: dict[int, int] = {}
         self.journal = journal
 
     def _remember_broker(self, broker_id: int) -> None:
@@ -120,9 +123,25 @@ class ClusterControl:
         self.features[record.name] = (record.feature_level, record.feature_level)
         return True
 
+    def registered_at(self, broker_id: int, offset: int) -> None:
+        """LEASE-9: ``broker_id``'s RegisterBrokerRecord was written at ``offset`` (undone by a failover)."""
+        self.journal.remember(("record_offset", broker_id), lambda: self.record_offsets.get(broker_id))
+        self.record_offsets[broker_id] = offset
+
+    def record_offset(self, registration: Registration) -> int:
+        """LEASE-9: the offset of ``registration``'s RegisterBrokerRecord; its epoch where this
+        controller did not see the record written (one loaded at start-up)."""
+        return self.record_offsets.get(registration.broker_id, registration.epoch)
+
     def restore(self, key, before) -> None:
-        """Put a registration or a feature back to its before-image (LOG-10)."""
+        """Put a registration, the offset of its record or a feature back to its before-image (LOG-10)."""
         kind, name = key
+        if kind == "record_offset":
+            if before is None:
+                self.record_offsets.pop(name, None)
+            else:
+                self.record_offsets[name] = before
+            return
         table = self.brokers if kind == "broker" else self.features
         if before is None:
             table.pop(name, None)

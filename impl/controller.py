@@ -49,9 +49,11 @@ from .messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    KafkaRegisterBrokerRecord,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
     PartitionRecord,
+    RegisterBrokerRecord,
     Struct,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
@@ -63,6 +65,7 @@ from .state import MetadataState
 from .storage import DiskLog, SnapshotStore, StorageError, plan_rebuild
 from .topics import handle_create_topics, handle_delete_topics
 
+REGISTRATION_RECORDS = (RegisterBrokerRecord, KafkaRegisterBrokerRecord)  # either formats' (DEC-22)
 SNAPSHOTS_KEPT = 2  # STORAGE.md: keep two, and the log from the older one on
 
 
@@ -256,8 +259,11 @@ class Controller:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            for frames in rebuild.batches():
-                replay_all(decode_frames(frames))
+            for base_offset, frames in rebuild.batches():
+                decoded = decode_frames(frames)
+                replay_all(decoded)
+                if base_offset is not None:  # LEASE-9: where the log's registration records stand
+                    controller._note_registrations(base_offset, decoded)
         finally:
             if collecting:
                 gc.enable()
@@ -296,9 +302,17 @@ class Controller:
             journal.open_batch()
             for record in records:
                 self.state.replay(record)
+            self._note_registrations(batch.base_offset, records)
             self.log_end_offset = batch.base_offset + len(records)
             journal.close_batch(self.log_end_offset)
             self.batches.append((batch.base_offset, records))
+
+    def _note_registrations(self, base_offset: int, records) -> None:
+        """LEASE-9: the offsets of the registration records among ``records``, read from the log from
+        ``base_offset`` (a registration loaded from a snapshot counts at its epoch)."""
+        for offset, record in enumerate(records, base_offset):
+            if type(record) in REGISTRATION_RECORDS:
+                self.state.cluster.registered_at(record.broker_id, offset)
 
     def close(self) -> None:
         if self.disk is not None:
@@ -328,11 +342,14 @@ class Controller:
         if batch is None:
             batch = self._open_batch()
         self.state.replay(record)
-        fencing = self._fencing.get(type(record))  # LEASE-15: the leases follow the fenced flag
+        kind = type(record)
+        fencing = self._fencing.get(kind)  # LEASE-15: the leases follow the fenced flag
         if fencing is not None:
             fenced = fencing(record)
             if fenced is not None:
                 self.leases.set_fenced(record.broker_id, fenced)
+        elif kind in REGISTRATION_RECORDS:  # LEASE-9: where the broker's registration record stands
+            self.state.cluster.registered_at(record.broker_id, self.log_end_offset + len(batch))
         batch.append(record)
 
     def _add_all(self, records: list) -> None:

@@ -57,8 +57,8 @@ def handle_broker_heartbeat(controller: Controller, request, version: int):
         should_shut_down = True
         if controller.config.params.fenced_shutdown_refences:  # DEC-14, kafka profile: the fencing batch again
             fence_broker(controller, broker_id)
-    elif not request.want_fence and has_applied(controller, offset, registration.epoch):
-        unfence_broker(controller, broker_id)  # LEASE-10
+    elif not request.want_fence and has_applied(controller, offset, controller.state.cluster.record_offset(registration)):
+        unfence_broker(controller, broker_id)  # LEASE-10, LEASE-9
     lease.released = should_shut_down  # REG-4, DEC-6: a broker let go gives its id up; other contact claims it
     return _status(controller, registration, lease, version, should_shut_down)
 
@@ -70,7 +70,7 @@ def has_applied(controller: Controller, recorded: int, offset: int) -> bool:
 
 
 def _status(controller: Controller, registration, lease, version: int, should_shut_down: bool):
-    is_caught_up = has_applied(controller, lease.metadata_offset, registration.epoch)  # LEASE-9
+    is_caught_up = has_applied(controller, lease.metadata_offset, controller.state.cluster.record_offset(registration))  # LEASE-9
     if version not in controller.lao_versions:  # LAO-1, DEC-9: a response without LowestAcknowledgedOffset
         return status_response(is_caught_up, registration.fenced, should_shut_down)
     return BrokerHeartbeatResponse.make(

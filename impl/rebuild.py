@@ -23,12 +23,14 @@ class Rebuild:
     from_offset: int
     to_offset: int
 
-    def batches(self) -> Iterator[list[bytes]]:
-        """:meth:`frames`, a batch (a list of frames) at a time."""
+    def batches(self) -> Iterator[tuple[int | None, list[bytes]]]:
+        """:meth:`frames`, a batch (a list of frames) at a time, each with the offset of its first
+        record in the log (None for the snapshot's, whose records have no offsets of their own)."""
         if self.snapshot is not None:
-            yield from self.snapshot.batches()
+            for frames in self.snapshot.batches():
+                yield None, frames
         for batch in self.log.read(self.from_offset, self.to_offset):
-            yield batch.frames
+            yield batch.base_offset, batch.frames
 
     def frames(self) -> Iterator[bytes]:
         """Every frame to replay, in order: the snapshot's, then the log's from

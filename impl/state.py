@@ -71,7 +71,7 @@ class MetadataState:
     def undo_uncommitted(self) -> None:
         """LOG-10: restore every before-image, newest first; the state is then the committed one."""
         for key, before in self.journal.undo_order():
-            if key[0] in ("broker", "feature"):
+            if key[0] in ("broker", "feature", "record_offset"):
                 self.cluster.restore(key, before)
             else:
                 self.replication.restore(key, before)

@@ -29,10 +29,10 @@ def has_applied(lease: Lease, offset: int, config: Config) -> bool:
     return lease.metadata_offset >= offset
 
 
-def is_caught_up(lease: Lease, epoch: int, config: Config) -> bool:
-    """LEASE-9: the broker has applied its own RegisterBrokerRecord, whose offset is its epoch (DEC-3)."""
+def is_caught_up(lease: Lease, registration_offset: int, config: Config) -> bool:
+    """LEASE-9: the broker has applied its own RegisterBrokerRecord, at ``registration_offset`` (DEC-3)."""
     cite("LEASE-9")
-    return has_applied(lease, epoch, config)
+    return has_applied(lease, registration_offset, config)
 
 
 def lowest_acknowledged_offset(image: MetadataImage, leases: dict[int, Lease], committed_offset: int) -> int:
@@ -56,7 +56,7 @@ def _status(
         lao = lowest_acknowledged_offset(image, leases, state.committed_offset)
     return BrokerHeartbeatResponse(
         Error.NONE,
-        is_caught_up=is_caught_up(leases[request.broker_id], registration.epoch, state.config),
+        is_caught_up=is_caught_up(leases[request.broker_id], state.registration_offset(request.broker_id), state.config),
         is_fenced=registration.fenced,
         should_shut_down=should_shut_down,
         lowest_acknowledged_offset=lao,
@@ -149,7 +149,7 @@ def _transition(
         if params.fenced_shutdown_refences:  # DEC-14, kafka profile: the fencing batch again
             return _grant(image, leases, broker_id, params)
         return [], leases, True
-    if not request.want_fence and is_caught_up(leases[broker_id], image.brokers[broker_id].epoch, state.config):
+    if not request.want_fence and is_caught_up(leases[broker_id], state.registration_offset(broker_id), state.config):
         cite("LEASE-10")  # DEC-1: WantFence is the prose's ShouldFence
         return unfence_broker(image, leases, broker_id, params), leases, False
     cite("LEASE-11")

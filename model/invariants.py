@@ -133,16 +133,16 @@ def inv_6_epochs_distinct_below_log_end(state: ControllerState) -> Violations:
 
 
 def inv_7_registration_carries_its_offset(state: ControllerState) -> Violations:
-    """INV-7: each RegisterBrokerRecord in the log has its own offset as BrokerEpoch, or, where
-    registrations are amended (kafka profile, DEC-5), an earlier offset."""
+    """INV-7: each RegisterBrokerRecord in the log has the offset where its batch begins as
+    BrokerEpoch, or, where registrations are amended (kafka profile, DEC-5), an earlier offset."""
     amends = state.config.params.retry_registration == "amend"
     return [
-        f"INV-7 RegisterBrokerRecord at offset {offset} carries epoch {record.broker_epoch}"
+        f"INV-7 RegisterBrokerRecord at offset {offset}, in a batch from offset {batch.base_offset}, carries epoch {record.broker_epoch}"
         for batch in state.batches
         for offset, record in batch.with_offsets()
         if isinstance(record, RegisterBrokerRecord)
-        and record.broker_epoch != offset
-        and not (amends and record.broker_epoch < offset)
+        and record.broker_epoch != batch.base_offset
+        and not (amends and record.broker_epoch < batch.base_offset)
     ]
 
 

@@ -9,11 +9,15 @@ from .errors import Error
 from .heartbeat import scan_delay_ms
 from .messages import Request, Response, error_response
 from .formats import FORMATS, Registration, formats_of
-from .records import PartitionRecord, Record
+from . import kafka_records as kafka
+from .records import PartitionRecord, Record, RegisterBrokerRecord
 from .replay import replay_all
 from .rules import cite, reject
 from .sessions import SessionTable, registration_order
 from .state import Batch, Config, ControllerState, Lease, MetadataImage, PendingReply, Reply, Snapshot
+
+
+REGISTRATION_RECORDS = (RegisterBrokerRecord, kafka.RegisterBrokerRecord)
 
 
 def bootstrap_records(config: Config) -> tuple[Record, ...]:
@@ -55,7 +59,15 @@ def append(state: ControllerState, records: Sequence[Record]) -> tuple[Controlle
     batch = Batch(state.log_end_offset, tuple(records))
     cite("LOG-5")
     image = replay_all(state.image, batch.records)
-    return state.evolve(image=image, batches=state.batches + (batch,)), batch
+    offsets = registration_offsets(state.registration_offsets, (batch,))
+    return state.evolve(image=image, batches=state.batches + (batch,), registration_offsets=offsets), batch
+
+
+def registration_offsets(offsets: dict[int, int], batches: Sequence[Batch]) -> dict[int, int]:
+    """LEASE-9, DEC-3: ``offsets`` (broker id to the offset of its latest RegisterBrokerRecord) after
+    ``batches``, whichever formats' record (DEC-22)."""
+    found = {r.broker_id: o for b in batches for o, r in enumerate(b.records, b.base_offset) if isinstance(r, REGISTRATION_RECORDS)}
+    return {**offsets, **found} if found else offsets
 
 
 def commit(state: ControllerState, offset: int) -> tuple[ControllerState, tuple[Reply, ...]]:
@@ -68,9 +80,13 @@ def commit(state: ControllerState, offset: int) -> tuple[ControllerState, tuple[
             target = batch.end_offset  # DEC-30: whole batches only
     if target == state.committed_offset:
         return state, ()
-    newly = [r for b in state.batches if state.committed_offset <= b.base_offset < target for r in b.records]
+    newly = [b for b in state.batches if state.committed_offset <= b.base_offset < target]
     cite("LOG-9")  # the committed state: the replay of the committed records
-    state = state.evolve(committed_offset=target, committed_image=replay_all(state.committed_image, newly))
+    state = state.evolve(
+        committed_offset=target,
+        committed_image=replay_all(state.committed_image, [r for b in newly for r in b.records]),
+        committed_registration_offsets=registration_offsets(state.committed_registration_offsets, newly),
+    )
     return release(state)
 
 
@@ -115,7 +131,8 @@ def failover(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]
     # DEC-6: a fenced broker has not been heard from by this controller, so it holds no claim on its
     # id until it is (a broker that shut down cleanly can come back at once)
     leases = {b: Lease(state.now_ms, released=r.fenced) for b, r in rebuilt.brokers.items()}
-    state = state.evolve(image=rebuilt, committed_image=rebuilt, batches=batches, pending=(), leases=leases)
+    state = state.evolve(image=rebuilt, committed_image=rebuilt, batches=batches, pending=(), leases=leases,
+                         registration_offsets=state.committed_registration_offsets)
     if state.config.params.lease_expiry == "hash-map-scan":
         # DEC-25, kafka profile: Kafka (4.1 on) gives each unfenced broker a session, in the order it
         # holds its registrations (sized by those it held before and after the failover), and schedules its

@@ -75,14 +75,14 @@ def image_violations(image: MetadataImage, end_offset: int, config: Config) -> l
     return [(name, message) for name, check in STATE_INVARIANTS.items() if name not in UNCHECKED for message in check(state)]
 
 
-def registration_offset(offset: int, record: Any, amends: bool) -> str | None:
-    """INV-7: a registration record carries its own offset as its epoch, or an earlier one where
-    registrations are amended (DEC-5)."""
+def registration_offset(base_offset: int, offset: int, record: Any, amends: bool) -> str | None:
+    """INV-7: a registration record at ``offset``, in the batch that begins at ``base_offset``, carries
+    that beginning as its epoch, or an earlier offset where registrations are amended (DEC-5)."""
     if not isinstance(record, (RegisterBrokerRecord, kafka.RegisterBrokerRecord)):
         return None
-    if record.broker_epoch == offset or (amends and record.broker_epoch < offset):
+    if record.broker_epoch == base_offset or (amends and record.broker_epoch < base_offset):
         return None
-    return f"INV-7 {type(record).__name__} at offset {offset} carries epoch {record.broker_epoch}"
+    return f"INV-7 {type(record).__name__} at offset {offset}, in a batch from offset {base_offset}, carries epoch {record.broker_epoch}"
 
 
 def check_log(
@@ -118,7 +118,7 @@ def check_log(
                 other[name] = other.get(name, 0) + 1
             if isinstance(record, RemoveTopicRecord):
                 removed.add(record.topic_id)
-            if not is_snapshot and (problem := registration_offset(offset, record, amends)) is not None:
+            if not is_snapshot and (problem := registration_offset(batch[0][0], offset, record, amends)) is not None:
                 violations.append(Violation(batch[0][0], "INV-7", problem))
             image = replay(image, record)
             end = offset + 1

@@ -97,7 +97,10 @@ def handle_broker_registration(state: ControllerState, request: BrokerRegistrati
         # still be unfenced; Kafka takes it out of ISRs and leaderships first, as fencing would (PART-6)
         fencing, _ = fence_broker(state.image, state.leases, request.broker_id, params)
         cleanup = fencing[:-1]  # the partition changes of the fencing, without its FenceBrokerRecord
-    epoch = state.log_end_offset + len(cleanup)  # DEC-4: the offset this record is written at; REG-7: above every earlier one
+    # DEC-4: the offset where the registration's batch begins, the next free offset; REG-7: above every
+    # earlier one. The RegisterBrokerRecord, which the broker must apply to be caught up (LEASE-9), comes
+    # after the cleanup
+    epoch = state.log_end_offset
     cite("REG-9")  # registering writes no partition change (in kafka, but for the cleanup above)
     return Decision(
         records=(*cleanup, *registration_records(state, request, epoch)),

@@ -300,7 +300,7 @@ class Batch:
 
 def next_offset(log_start_offset: int, batches: tuple[Batch, ...]) -> int:
     """LOG-4: the offset the next record gets: the end of the last batch, or the log start when
-    there is none. A new registration's epoch is this offset, where its record goes (REG-6,
+    there is none. A new registration's epoch is this offset, where its batch begins (REG-6,
     DEC-4); it is past every record of the log and before it, so above every earlier epoch (REG-7).
 
     pre: all(b.base_offset == (batches[i - 1].end_offset if i else log_start_offset) for i, b in enumerate(batches))
@@ -355,6 +355,11 @@ class ControllerState:
     # and the time of the next scan for a lapsed one; empty and 0 in the kip-631 profile
     sessions: SessionTable = SessionTable()
     next_scan_ms: int = 0
+    # LEASE-9, DEC-3: the offset of each broker's latest RegisterBrokerRecord, which it must apply to
+    # be caught up, in the log as it stands and up to the committed offset (REG-6: a registration's
+    # epoch is where its batch begins, so the two part when the batch begins with other records)
+    registration_offsets: dict[int, int] = field(factory=dict)
+    committed_registration_offsets: dict[int, int] = field(factory=dict)
 
     @property
     def log_start_offset(self) -> int:
@@ -373,6 +378,12 @@ class ControllerState:
 
     def lease(self, broker_id: int) -> Lease:
         return self.leases[broker_id]
+
+    def registration_offset(self, broker_id: int) -> int:
+        """LEASE-9: the offset of the RegisterBrokerRecord of ``broker_id``'s registration; its epoch
+        for a registration whose record this state has not seen written (one built without a log)."""
+        offset = self.registration_offsets.get(broker_id)
+        return offset if offset is not None else self.image.brokers[broker_id].epoch
 
     def evolve(self, **changes) -> "ControllerState":
         return replace(self, **changes)

@@ -111,6 +111,8 @@ def concretize(model: z3.ModelRef, pre: View, s, transition=None, profile: str =
     log_end = max(_value(model, pre.log_end), 0)
     state = ControllerState(config, _value(model, pre.now), image, image, (), log_end,
                             Snapshot(log_end, snapshot_records(image, config.params.record_formats)), leases)
+    offsets = {bid: _value(model, pre.roff(b), registrations[bid].epoch) for bid, b in brokers_by_id.items() if bid in registrations}
+    state = state.evolve(registration_offsets=offsets, committed_registration_offsets=offsets)  # LEASE-9
     if config.params.lease_expiry == "hash-map-scan":  # DEC-25: the sessions of the current epochs, the next scan
         sessions = SessionTable()
         for bid, b in sorted(brokers_by_id.items()):

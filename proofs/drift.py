@@ -132,7 +132,7 @@ Fact = tuple[str, z3.BoolRef]  # what it says in words, and the formula
 
 def _facts(world: World, v: View, image: MetadataImage, leases, now, log_end, committed,
            partitions: bool = True, lease_fields: bool = True, sessions: SessionTable | None = None,
-           next_scan: int | None = None) -> list[Fact]:
+           next_scan: int | None = None, registration_offsets: dict[int, int] | None = None) -> list[Fact]:
     """The equations that say ``v`` is this concrete state, each with its meaning in words; with
     ``sessions`` (the kafka profile's, DEC-25), each registered broker's session of its current epoch."""
     facts: list[Fact] = []
@@ -145,6 +145,9 @@ def _facts(world: World, v: View, image: MetadataImage, leases, now, log_end, co
                       (f"broker {b} incarnation = {r.incarnation_id}", v.inc(c) == world.uuid(r.incarnation_id)),
                       (f"broker {b} registration says in controlled shutdown = {r.in_controlled_shutdown}",
                        v.rshut(c) == r.in_controlled_shutdown)]
+            if registration_offsets is not None:  # LEASE-9: where its RegisterBrokerRecord stands (its epoch if unknown)
+                at = registration_offsets.get(b, r.epoch)
+                facts.append((f"broker {b} registration record at offset {at}", v.roff(c) == at))
             if sessions is not None:
                 session = sessions.get(b, r.epoch)
                 facts.append((f"broker {b} has a session of epoch {r.epoch} = {session is not None}",
@@ -212,7 +215,8 @@ def _state_facts(world: World, v: View, s: ControllerState) -> list[Fact]:
     """The facts of a whole state of the model, its sessions and next scan too in the kafka profile."""
     scanned = T.scans(s.config.params)
     return _facts(world, v, s.image, s.leases, s.now_ms, s.log_end_offset, s.committed_offset,
-                  sessions=s.sessions if scanned else None, next_scan=s.next_scan_ms if scanned else None)
+                  sessions=s.sessions if scanned else None, next_scan=s.next_scan_ms if scanned else None,
+                  registration_offsets=s.registration_offsets)
 
 
 def state_facts(world: World, v: View, s: ControllerState) -> list[z3.BoolRef]:
@@ -491,7 +495,8 @@ def check(before: ControllerState, event, result, branches: Counter | None = Non
     elif isinstance(event, Failover):
         image = built(_failover, params).params["committed_image"]
         pinned = [f for _, f in _facts(world, image, before.committed_image, {}, before.now_ms, None,
-                                       before.committed_offset, lease_fields=False)]
+                                       before.committed_offset, lease_fields=False,
+                                       registration_offsets=before.committed_registration_offsets)]
         mismatch = check_step(_failover, before, event, after, world=world, params=pinned, exact_log_end=True,
                               branches=branches)
         if mismatch:

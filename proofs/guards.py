@@ -37,7 +37,7 @@ REMOVALS = (
     GuardRemoval("REG-9", "BrokerRegistration", "INV-3",
                  "a new incarnation replacing an unfenced one, whose lease lapsed and waits for the scan, leaves it "
                  "in its ISRs and leaderships (DEC-25)", ("kafka",)),
-    GuardRemoval("REG-6", "BrokerRegistration", "INV-6", "the epoch is the offset before the record's own"),
+    GuardRemoval("REG-6", "BrokerRegistration", "INV-6", "the epoch is the offset before the batch's first"),
     GuardRemoval("REG-7", "BrokerRegistration", "INV-4", "the epoch does not come from the log"),
     GuardRemoval("PART-3/unfenced", "AlterPartitionReassignments", "INV-3",
                  "elections ignore fencing (a reassignment elects the fenced sole member of an ISR)"),

@@ -48,7 +48,7 @@ Broker = z3.DeclareSort("Broker")
 Part = z3.DeclareSort("Partition")
 
 BROKER_FIELDS = ("reg", "fenced", "epoch", "inc", "rshut", "lease", "contact", "offset", "shut", "released", "soff",
-                 "sess", "scontact")
+                 "sess", "scontact", "roff")
 PART_FIELDS = ("live", "led", "leader", "lepoch", "pepoch", "fewer")
 PAIR_FIELDS = ("rep", "rank", "isr", "add", "rem")
 SCALARS = ("now", "log_end", "committed", "next_scan")
@@ -57,6 +57,7 @@ _RANGES = {
     "reg": z3.BoolSort(), "fenced": z3.BoolSort(), "epoch": z3.IntSort(), "inc": z3.IntSort(), "rshut": z3.BoolSort(),
     "lease": z3.BoolSort(), "contact": z3.IntSort(), "offset": z3.IntSort(), "shut": z3.BoolSort(),
     "released": z3.BoolSort(), "soff": z3.IntSort(), "sess": z3.BoolSort(), "scontact": z3.IntSort(),
+    "roff": z3.IntSort(),
     "live": z3.BoolSort(), "led": z3.BoolSort(), "leader": Broker,
     "lepoch": z3.IntSort(), "pepoch": z3.IntSort(), "fewer": z3.BoolSort(), "rep": z3.BoolSort(), "rank": z3.IntSort(),
     "isr": z3.BoolSort(), "add": z3.BoolSort(), "rem": z3.BoolSort(),
@@ -77,6 +78,7 @@ class View:
     soff: Callable  # the lease's shutdown offset (SHUT-3, DEC-14)
     sess: Callable  # DEC-25, kafka profile: Kafka's session table holds a session of the broker's current epoch
     scontact: Callable  # ... and that session's last contact
+    roff: Callable  # LEASE-9, DEC-3: the offset of the registration's RegisterBrokerRecord, which it must apply
     live: Callable; led: Callable; leader: Callable; lepoch: Callable; pepoch: Callable  # noqa: E702
     fewer: Callable  # DEC-18: a reassignment adds fewer replicas than it removes (a count the encoding cannot take)
     rep: Callable; rank: Callable; isr: Callable; add: Callable; rem: Callable  # noqa: E702

@@ -325,7 +325,7 @@ def heartbeat(pre: View, s, params: Profile) -> Transition:
         renewed = renewed.with_(sess=update(pre.sess, x, True), scontact=update(pre.scontact, x, pre.now))
     active = z3.Not(pre.fenced(x))
     in_shutdown = pre.shut(x)  # SHUT-1: sticky, whatever the flags
-    caught_up = has_applied(offset, pre.epoch(x), params)  # LEASE-9
+    caught_up = has_applied(offset, pre.roff(x), params)  # LEASE-9: its own RegisterBrokerRecord applied
     leads = ctx.exists_part("leads", lambda p: pre.leads(p, x))
     # SHUT-3, DEC-14: every active broker (unfenced, not in controlled shutdown) has applied the records
     # that began the shutdown, by its offset as recorded before this heartbeat
@@ -412,10 +412,11 @@ def registration(pre: View, s, params: Profile) -> Transition:
         cleanup = ctx.const("cleanup", z3.IntSort())
         ctx.axioms += [cleanup >= 0, z3.Implies(z3.Not(replaces_unfenced), cleanup == 0)]
         before, own = either(replaces_unfenced, fence(ctx, pre, x, params), pre), pre.log_end + cleanup
-    epoch = own if enabled("REG-6") else own - 1  # REG-6, DEC-4: the record's own offset
+    epoch = pre.log_end if enabled("REG-6") else pre.log_end - 1  # REG-6, DEC-4: where the batch begins
     epoch = epoch if enabled("REG-7") else z3.IntVal(0)  # REG-7: above every earlier epoch of the id
     registered = before.with_(
         reg=update(pre.reg, x, True), fenced=update(pre.fenced, x, True), epoch=update(pre.epoch, x, epoch),
+        roff=update(pre.roff, x, own),  # LEASE-9: the record, after the cleanup
         inc=update(pre.inc, x, incarnation), rshut=update(pre.rshut, x, False), lease=update(pre.lease, x, True), contact=update(pre.contact, x, pre.now),
         offset=update(pre.offset, x, -1), shut=update(pre.shut, x, False),
         released=update(pre.released, x, z3.BoolVal(not params.registration_is_contact)),  # DEC-6
@@ -436,7 +437,8 @@ def registration(pre: View, s, params: Profile) -> Transition:
     # REG-8, so an unfenced broker's amend would add an UnfenceBrokerRecord)
     amends = params.retry_registration == "amend"
     if amends:
-        retried = retried.with_(log_end=pre.log_end + (1 if kafka_records(params) else z3.If(pre.fenced(x), 1, 2)))
+        retried = retried.with_(log_end=pre.log_end + (1 if kafka_records(params) else z3.If(pre.fenced(x), 1, 2)),
+                                roff=update(pre.roff, x, pre.log_end))  # LEASE-9: the amend's record, first in its batch
     retry_refused = z3.And(retry, z3.Not(supported)) if amends else z3.BoolVal(False)
     branches = (
         Branch("refused", z3.Or(z3.Not(well_formed), z3.And(z3.Not(retry), z3.Or(held, z3.Not(supported))),
@@ -751,7 +753,7 @@ def failover(pre: View, s, params: Profile, committed_image_ok: Callable[[View, 
         rep=image.rep, rank=image.rank, isr=image.isr, add=image.add, rem=image.rem,
         lease=image.reg, contact=(lambda b: pre.now) if enabled("LEASE-14") else pre.contact, offset=lambda b: z3.IntVal(-1),
         shut=lambda b: z3.BoolVal(False), released=lambda b: z3.And(image.reg(b), image.fenced(b)),
-        soff=lambda b: z3.IntVal(-1), log_end=pre.committed,
+        soff=lambda b: z3.IntVal(-1), log_end=pre.committed, roff=image.roff,
     )
     if scans(params):
         post = post.with_(sess=lambda b: z3.And(image.reg(b), z3.Not(image.fenced(b))), scontact=lambda b: pre.now,

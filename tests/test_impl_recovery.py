@@ -197,3 +197,58 @@ def test_a_missing_first_segment_is_refused_by_name(tmp_path):
     with pytest.raises(StorageError, match="DATA LOSS") as raised:
         Controller.open(tmp_path)
     assert f"offsets 0 to 0 are missing: no segment file holds them, between the log start (offset 0, recorded in committed-offset) and {1:020d}.log" in str(raised.value)
+
+
+def test_the_offset_a_broker_must_reach_to_be_caught_up_survives_a_failover_and_a_restart(tmp_path):
+    """LEASE-9, REG-6, REG-9 (kafka profile): a new incarnation replacing an unfenced one gets the
+    offset where its batch begins as its epoch; its RegisterBrokerRecord comes after the partition
+    changes, and the broker is caught up only once it has applied that record, also after a failover
+    and after a restart on the directory, which read the record's offset from the log."""
+    from kraftspec.impl.config import ControllerConfig
+
+    config = ControllerConfig.for_profile("kafka")
+    controller = Controller.create(tmp_path, config)
+    features = tuple(BrokerRegistrationRequest.Feature(name=n, min_supported_version=lo, max_supported_version=hi)
+                     for n, lo, hi in config.finalized_features)
+
+    def register(b: int, generation: int = 0):
+        return controller.handle_request(BrokerRegistrationRequest(
+            broker_id=b, cluster_id=config.cluster_id, incarnation_id=UUID(int=100 * generation + b),
+            current_metadata_offset=-1, features=features))
+
+    def heartbeat(c: Controller, b: int, applied: int):
+        epoch = c.state.cluster.brokers[b].epoch
+        return c.handle_request(BrokerHeartbeatRequest(broker_id=b, broker_epoch=epoch, current_metadata_offset=applied), 1)
+
+    for b in (1, 2):
+        register(b)
+    controller.commit(controller.log_end_offset)
+    for b in (1, 2):
+        heartbeat(controller, b, controller.committed_offset - 1)  # the kafka profile's unit: the highest applied
+    topic = CreateTopicsRequest.CreatableTopic(name="t", topic_id=UUID(int=9), num_partitions=2, replication_factor=2)
+    controller.handle_request(CreateTopicsRequest(topics=(topic,)))
+    controller.commit(controller.log_end_offset)
+    controller.tick(config.session_timeout_ms + 1)  # broker 2's session lapses; the scan has not fenced it
+    assert not controller.state.cluster.brokers[2].fenced
+    begins = controller.log_end_offset
+    outcome = register(2, generation=1)
+    (base, records), = outcome.batches
+    assert base == begins and len(records) > 1  # the old incarnation leaves its ISRs first
+    record = begins + len(records) - 1
+    assert controller.state.cluster.brokers[2].epoch == begins
+    controller.commit(controller.log_end_offset)
+
+    def caught_up(c: Controller, applied: int) -> bool:
+        """IsCaughtUp of broker 2's heartbeat, released once its batch (if any) commits."""
+        replies = heartbeat(c, 2, applied).replies or c.commit(c.log_end_offset).replies
+        reply, = replies
+        return reply.response.is_caught_up
+
+    assert not caught_up(controller, record - 1) and caught_up(controller, record)
+    controller.failover()
+    assert not caught_up(controller, record - 1) and caught_up(controller, record)
+    controller.close()
+    restarted = Controller.open(tmp_path, config)
+    assert restarted.state.cluster.record_offsets[2] == record
+    assert not caught_up(restarted, record - 1) and caught_up(restarted, record)
+    restarted.close()

@@ -44,7 +44,6 @@ EVERYWHERE = {
     "b25_partitions_in_kafkas_order.jsonl": "failed at step 18 (records)",
     "b26_reassignment_completed_without_the_whole_target.jsonl": "passed",
     "b27_controlled_shutdown_waits_for_a_forgotten_offset.jsonl": "failed at step 14 (replies)",
-    "b28_replaced_unfenced_incarnation_epoch.jsonl": "failed at step 11 (records)",
     "b29_reassignments_listed_in_kafkas_order.jsonl": "failed at step 14 (replies)",
     "b30_topic_listed_twice_after_reverted_deletion.jsonl": "failed at step 14 (replies)",
     "b31_sessions_after_unregistration_in_kafkas_order.jsonl": "failed at step 17 (records)",

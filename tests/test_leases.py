@@ -1,6 +1,7 @@
 """Leases: LEASE-1 to LEASE-15, LAO-1, LAO-2, and the membership transitions MEM-1, MEM-2."""
 
 import pytest
+from uuid import UUID
 
 from cluster import Cluster
 from kraftspec.model import Config, ConfigError, Error
@@ -126,6 +127,35 @@ def test_lease_9_caught_up_means_applied_its_own_registration():
     epoch = c.epoch(1)
     assert not c.heartbeat(1, offset=epoch, want_fence=True).is_caught_up
     assert c.heartbeat(1, offset=epoch + 1, want_fence=True).is_caught_up
+
+
+def test_lease_9_the_record_to_apply_is_where_it_was_written_and_a_failover_keeps_the_committed_one():
+    """LEASE-9, DEC-3, DEC-4, REG-9 (kafka profile): a new incarnation replacing an unfenced one gets
+    the offset where its batch begins as its epoch, and must apply its RegisterBrokerRecord, after
+    the partition changes, to be caught up; a retry's amend moves that offset to the amend's record
+    (DEC-5), and a failover that drops the uncommitted amend moves it back."""
+    from kraftspec.conformance.scenario import Scenario
+    from kraftspec.conformance.simulation import features_of
+    from kraftspec.model import Failover
+    from kraftspec.model.messages import BrokerRegistrationRequest
+
+    s = Scenario(Config.for_profile("kafka")).start_brokers(2, 3)
+    s.create_topic("t", [[2, 3], [3, 2]])
+    s.tick(s.config.session_timeout_ms + 1)  # broker 3's session lapses; the scan has not fenced it
+    begins = s.state.log_end_offset
+    request = BrokerRegistrationRequest(3, s.config.cluster_id, UUID(int=33), -1, features=features_of(s.config))
+    s.send(request).commit()
+    record = s.state.log_end_offset - 1  # the batch's last record, after the partition changes
+    assert s.epoch(3) == begins < record == s.state.registration_offset(3)
+    s.heartbeat(3, offset=record - 1)  # the kafka profile's unit: the highest offset applied (DEC-2)
+    assert s.state.image.brokers[3].fenced  # not caught up: its own record is not applied
+    s.heartbeat(3, offset=record)
+    assert not s.state.image.brokers[3].fenced
+    amend_at = s.state.log_end_offset
+    s.send(request)  # a retry: amended by a record of its own, not committed
+    assert s.state.registration_offset(3) == amend_at and s.epoch(3) == begins
+    s.send(Failover())
+    assert s.state.registration_offset(3) == record
 
 
 def test_lease_10_unfenced_when_not_wantfence_not_shutdown_and_caught_up():

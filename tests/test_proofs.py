@@ -300,7 +300,8 @@ def test_the_kafka_scan_may_remove_any_lapsed_session_as_the_hash_maps_order_is_
 def test_the_kafka_scripted_run_replaces_an_unfenced_broker_and_amends_an_unfenced_ones_registration():
     """The steps no corpus trace or walk of the kafka profile took when the encoding followed DEC-22
     and DEC-25: a new incarnation replacing an unfenced broker whose lease lapsed (REG-9: the
-    fencing's partition changes first, so the new epoch is past them), a retry of an unfenced
+    fencing's partition changes first: the new epoch is where the batch begins, and the record the
+    broker must apply to be caught up, LEASE-9, is past them), a retry of an unfenced
     broker's registration (one RegisterBrokerRecord, DEC-22), and a registration whose epoch a
     refused heartbeat already named (its session exists). The drift check checks each."""
     from kraftspec.model.messages import BrokerRegistrationRequest
@@ -311,10 +312,12 @@ def test_the_kafka_scripted_run_replaces_an_unfenced_broker_and_amends_an_unfenc
             continue
         old, new = before.image.brokers.get(event.broker_id), result.state.image.brokers.get(event.broker_id)
         if old is not None and not old.fenced and new.incarnation_id != old.incarnation_id:
-            assert new.epoch > before.log_end_offset and len(result.batches[0].records) > 1  # partition changes first
+            assert new.epoch == before.log_end_offset and len(result.batches[0].records) > 1  # partition changes first
+            assert result.state.registration_offset(event.broker_id) == result.state.log_end_offset - 1  # the record last
             seen.add("replaces an unfenced broker")
         if old is not None and not old.fenced and new.incarnation_id == old.incarnation_id == event.incarnation_id:
             assert result.state.log_end_offset == before.log_end_offset + 1
+            assert result.state.registration_offset(event.broker_id) == before.log_end_offset > new.epoch  # LEASE-9
             seen.add("amends an unfenced broker")
         if (old is None or old.epoch != new.epoch) and result.state.sessions.get(event.broker_id, new.epoch):
             seen.add("its epoch has a session")

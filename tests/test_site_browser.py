@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -86,7 +86,9 @@ def search(driver, base: str, words: str) -> list[str]:
         return links or None
 
     try:
-        return WebDriverWait(driver, WAIT_S).until(results)
+        # the results are drawn again at each key the box takes, so a link found may go stale before
+        # it is read: the wait then looks again
+        return WebDriverWait(driver, WAIT_S, ignored_exceptions=(StaleElementReferenceException,)).until(results)
     except TimeoutException:
         return []
 

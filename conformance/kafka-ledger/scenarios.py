@@ -229,17 +229,6 @@ def sessions_after_unregistration_in_kafkas_order() -> Scenario:
     return s.tick(s.config.session_timeout_ms + 1)
 
 
-def replaced_unfenced_incarnation_epoch() -> Scenario:
-    """B28 (REG-6, DEC-4, DEC-25): broker 3, unfenced and in t's ISRs, lets its session lapse; before
-    Kafka's scan fences it, a new incarnation registers. Both take the old incarnation out of its ISRs
-    first, in the registration's batch; kraftspec's new epoch is the offset of the RegisterBrokerRecord,
-    after those records, Kafka's the offset where the batch begins."""
-    s = _kafka().start_brokers(2, 3)
-    s.create_topic("t", [[2, 3], [3, 2], [2, 3]])
-    s.tick(s.config.session_timeout_ms + 1)
-    return _register(s, 3, 1)
-
-
 LEDGER: dict[str, Callable[[], Scenario]] = {
     "b1_negative_broker_id_registered": negative_broker_id_registered,
     "b2_kafka_19047_reregister_after_shutdown": kafka_19047_reregister_after_shutdown,
@@ -253,7 +242,6 @@ LEDGER: dict[str, Callable[[], Scenario]] = {
     "b25_partitions_in_kafkas_order": partitions_in_kafkas_order,
     "b26_reassignment_completed_without_the_whole_target": reassignment_completed_without_the_whole_target,
     "b27_controlled_shutdown_waits_for_a_forgotten_offset": controlled_shutdown_waits_for_a_forgotten_offset,
-    "b28_replaced_unfenced_incarnation_epoch": replaced_unfenced_incarnation_epoch,
     "b29_reassignments_listed_in_kafkas_order": reassignments_listed_in_kafkas_order,
     "b30_topic_listed_twice_after_reverted_deletion": topic_listed_twice_after_reverted_deletion,
     "b31_sessions_after_unregistration_in_kafkas_order": sessions_after_unregistration_in_kafkas_order,
