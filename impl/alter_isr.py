@@ -37,17 +37,16 @@ def handle_alter_isr(controller: Controller, request, version: int):
         for entry in topic.partitions:
             error = _alter_partition(controller, request.broker_id, topic.topic_id, entry, counts)
             if error is not None:
-                unknown = controller.config.params.refused_partition_fields  # DEC-15: -1, or 0 in kafka
+                # DEC-15: the other fields stay 0, as Kafka leaves them
                 results.append(_PARTITION_RESULT.make(partition_index=entry.partition_index, error_code=error,
-                                                      leader_id=unknown, leader_epoch=unknown, partition_epoch=unknown))
+                                                      leader_id=0, leader_epoch=0, partition_epoch=0))
                 continue
             partition = replication.partition(topic.topic_id, entry.partition_index)
             assert partition is not None, "_alter_partition found it"
             if partition.leader != request.broker_id:  # ISR-10: a completed reassignment removed it
                 params = controller.config.params  # DEC-15: FENCED_LEADER_EPOCH, or NEW_LEADER_ELECTED in kafka
-                unknown = params.refused_partition_fields
                 results.append(_PARTITION_RESULT.make(partition_index=entry.partition_index, error_code=Error[params.leader_moved_error],
-                                                      leader_id=unknown, leader_epoch=unknown, partition_epoch=unknown))
+                                                      leader_id=0, leader_epoch=0, partition_epoch=0))
                 continue
             results.append(_PARTITION_RESULT.make(
                 partition_index=entry.partition_index, error_code=Error.NONE, leader_id=partition.leader,

@@ -55,8 +55,7 @@ def handle_broker_heartbeat(controller: Controller, request, version: int):
             should_shut_down = controlled_shutdown(controller, broker_id)
     elif request.want_shut_down:  # SHUT-4
         should_shut_down = True
-        if controller.config.params.fenced_shutdown_refences:  # DEC-14, kafka profile: the fencing batch again
-            fence_broker(controller, broker_id)
+        fence_broker(controller, broker_id)  # DEC-14: the fencing batch again, as Kafka writes it
     elif not request.want_fence and has_applied(controller, offset, controller.state.cluster.record_offset(registration)):
         unfence_broker(controller, broker_id)  # LEASE-10, LEASE-9
     lease.released = should_shut_down  # REG-4, DEC-6: a broker let go gives its id up; other contact claims it

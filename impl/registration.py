@@ -47,7 +47,7 @@ def handle_broker_registration(controller: Controller, request, version: int):
         for record in _records(controller, request, epoch, retry.fenced, retry.in_controlled_shutdown):
             controller._add(record)
         return _retried(controller, broker_id, epoch)
-    epoch = controller.log_end_offset + controller.batch_size()  # REG-6, DEC-4: where the batch begins, the next free offset
+    epoch = controller.log_end_offset  # REG-6, DEC-4: where the request's batch, still empty, begins: the next free offset
     if existing is not None and not existing.fenced:
         # DEC-25, kafka profile: a lapsed lease may wait for the scan; the incarnation replaced leaves
         # its ISRs and leaderships first, as when fenced (the record the broker must apply to be caught

@@ -50,8 +50,8 @@ def _alter_partition(state, requester, topic_id, entry: AlterIsrPartition, named
 
     def refuse(rule: str, error: Error):
         reject(rule)
-        unknown = state.config.params.refused_partition_fields  # DEC-15: -1 in kip-631, 0 in kafka
-        return None, AlterIsrPartitionResult(entry.partition_index, error, unknown, unknown, (), unknown)
+        # DEC-15: a refused partition's other fields stay 0, as Kafka leaves them
+        return None, AlterIsrPartitionResult(entry.partition_index, error, 0, 0, (), 0)
 
     partition = image.partitions.get((topic_id, entry.partition_index))
     if partition is None:  # DEC-15: Kafka's codes for an unknown topic id and an unknown partition
@@ -85,8 +85,7 @@ def _alter_partition(state, requester, topic_id, entry: AlterIsrPartition, named
         reject("ISR-10")  # a completed reassignment removed the requester (REASSIGN-7)
         cite("REASSIGN-7")
         params = state.config.params  # DEC-15: seed 000's FENCED_LEADER_EPOCH, or Kafka's NEW_LEADER_ELECTED
-        unknown = params.refused_partition_fields
-        result = AlterIsrPartitionResult(entry.partition_index, Error[params.leader_moved_error], unknown, unknown, (), unknown)
+        result = AlterIsrPartitionResult(entry.partition_index, Error[params.leader_moved_error], 0, 0, (), 0)
         return record, result
     if after.isr != tuple(new_isr):
         cite("REASSIGN-7")  # the completion pruned the ISR; the response carries the one applied

@@ -145,10 +145,8 @@ def _transition(
         cite("LEASE-13")
         return [], leases, False
     if request.want_shut_down:
-        cite("SHUT-4")
-        if params.fenced_shutdown_refences:  # DEC-14, kafka profile: the fencing batch again
-            return _grant(image, leases, broker_id, params)
-        return [], leases, True
+        cite("SHUT-4")  # DEC-14: the fencing batch again, as Kafka writes it
+        return _grant(image, leases, broker_id, params)
     if not request.want_fence and is_caught_up(leases[broker_id], state.registration_offset(broker_id), state.config):
         cite("LEASE-10")  # DEC-1: WantFence is the prose's ShouldFence
         return unfence_broker(image, leases, broker_id, params), leases, False

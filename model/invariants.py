@@ -8,14 +8,19 @@ what broke. :func:`violations` runs them all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .controller import StepResult
 from .events import Event, Failover
 from .messages import BrokerHeartbeatRequest, BrokerHeartbeatResponse, Request, Response
-from .records import NO_LEADER, RegisterBrokerRecord, RemoveTopicRecord
+from . import kafka_records as kafka
+from .records import NO_LEADER, PartitionChangeRecord, RegisterBrokerRecord, RemoveTopicRecord
 from .replay import replay_all
 from .state import ControllerState, MetadataImage
+
+PARTITION_CHANGES = (PartitionChangeRecord,)  # both record formats' (DEC-22: Kafka's differs only in version)
+REGISTRATIONS = (RegisterBrokerRecord, kafka.RegisterBrokerRecord)
 
 Violations = list[str]
 
@@ -133,17 +138,32 @@ def inv_6_epochs_distinct_below_log_end(state: ControllerState) -> Violations:
 
 
 def inv_7_registration_carries_its_offset(state: ControllerState) -> Violations:
-    """INV-7: each RegisterBrokerRecord in the log has the offset where its batch begins as
-    BrokerEpoch, or, where registrations are amended (kafka profile, DEC-5), an earlier offset."""
+    """INV-7 on the model's log: each RegisterBrokerRecord carries the offset where its registration's
+    records begin (registration_epoch_problem)."""
     amends = state.config.params.retry_registration == "amend"
-    return [
-        f"INV-7 RegisterBrokerRecord at offset {offset}, in a batch from offset {batch.base_offset}, carries epoch {record.broker_epoch}"
-        for batch in state.batches
-        for offset, record in batch.with_offsets()
-        if isinstance(record, RegisterBrokerRecord)
-        and record.broker_epoch != batch.base_offset
-        and not (amends and record.broker_epoch < batch.base_offset)
-    ]
+    out = []
+    for batch in state.batches:
+        records = batch.with_offsets()
+        out += [problem for i, (_, record) in enumerate(records) if isinstance(record, REGISTRATIONS)
+                and (problem := registration_epoch_problem(records, i, amends)) is not None]
+    return out
+
+
+def registration_epoch_problem(batch: Sequence[tuple[int, Any]], i: int, amends: bool) -> str | None:
+    """INV-7: what is wrong with the epoch of the registration record at position ``i`` of ``batch``
+    ((offset, record) pairs), or None. Its BrokerEpoch is where the registration's records begin:
+    its own offset, or that of the partition changes just before it in its batch, which take an
+    unfenced predecessor out of its ISRs (REG-6, REG-9). Where registrations are amended (kafka
+    profile, DEC-5) any earlier offset is the registration's. (A log Kafka wrote may hold other
+    requests' records before them in the same batch, so the batch's first offset is not enough.)"""
+    offset, record = batch[i]
+    epoch = record.broker_epoch
+    if epoch == offset or (amends and epoch < offset):
+        return None
+    before = [r for o, r in batch[:i] if o >= epoch]
+    if batch[0][0] <= epoch < offset and len(before) == offset - epoch and all(isinstance(r, PARTITION_CHANGES) for r in before):
+        return None
+    return f"INV-7 {type(record).__name__} at offset {offset} carries epoch {record.broker_epoch}"
 
 
 def inv_8_committed_state_is_replay(state: ControllerState) -> Violations:

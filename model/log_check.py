@@ -19,9 +19,8 @@ from typing import Any
 
 from attrs import frozen
 
-from . import kafka_records as kafka
-from .invariants import STATE_INVARIANTS, epochs_went_back
-from .records import RegisterBrokerRecord, RemoveTopicRecord
+from .invariants import REGISTRATIONS, STATE_INVARIANTS, epochs_went_back, registration_epoch_problem
+from .records import RemoveTopicRecord
 from .replay import _REPLAY, replay
 from .rules import cite
 from .state import Config, ControllerState, MetadataImage, Snapshot, replace
@@ -75,16 +74,6 @@ def image_violations(image: MetadataImage, end_offset: int, config: Config) -> l
     return [(name, message) for name, check in STATE_INVARIANTS.items() if name not in UNCHECKED for message in check(state)]
 
 
-def registration_offset(base_offset: int, offset: int, record: Any, amends: bool) -> str | None:
-    """INV-7: a registration record at ``offset``, in the batch that begins at ``base_offset``, carries
-    that beginning as its epoch, or an earlier offset where registrations are amended (DEC-5)."""
-    if not isinstance(record, (RegisterBrokerRecord, kafka.RegisterBrokerRecord)):
-        return None
-    if record.broker_epoch == base_offset or (amends and record.broker_epoch < base_offset):
-        return None
-    return f"INV-7 {type(record).__name__} at offset {offset}, in a batch from offset {base_offset}, carries epoch {record.broker_epoch}"
-
-
 def check_log(
     batches: Iterable[Sequence[tuple[int, Any]]],
     config: Config,
@@ -109,7 +98,7 @@ def check_log(
         count += 1
         before = image
         removed = set()
-        for offset, record in batch:
+        for i, (offset, record) in enumerate(batch):
             name = getattr(record, "type_name", None) or type(record).__name__
             if replays(record):
                 lifecycle[name] = lifecycle.get(name, 0) + 1
@@ -118,7 +107,8 @@ def check_log(
                 other[name] = other.get(name, 0) + 1
             if isinstance(record, RemoveTopicRecord):
                 removed.add(record.topic_id)
-            if not is_snapshot and (problem := registration_offset(batch[0][0], offset, record, amends)) is not None:
+            if not is_snapshot and isinstance(record, REGISTRATIONS) and (
+                    problem := registration_epoch_problem(batch, i, amends)) is not None:
                 violations.append(Violation(batch[0][0], "INV-7", problem))
             image = replay(image, record)
             end = offset + 1

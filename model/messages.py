@@ -136,10 +136,10 @@ class AlterIsrRequest:
 class AlterIsrPartitionResult:
     partition_index: int
     error_code: Error
-    leader_id: int = -1
-    leader_epoch: int = -1
+    leader_id: int = 0  # DEC-15: 0 in a refused partition, as Kafka leaves it
+    leader_epoch: int = 0
     isr: tuple[int, ...] = field(default=(), converter=as_tuple)
-    partition_epoch: int = -1
+    partition_epoch: int = 0
 
 
 @frozen

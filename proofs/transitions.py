@@ -378,10 +378,9 @@ def heartbeat(pre: View, s, params: Profile) -> Transition:
         *shutdown,
         answered("stays active", z3.And(active, z3.Not(in_shutdown), z3.Not(want_fence), z3.Not(want_shut_down)),
                  written(lambda c: renewed), z3.BoolVal(False)),
-        # SHUT-4; DEC-14: kafka writes the fencing batch again (fenced_shutdown_refences)
+        # SHUT-4; DEC-14: the fencing batch again, as Kafka writes it
         answered("fenced, shutting down", z3.And(pre.fenced(x), want_shut_down),
-                 written(lambda c: fence(c, renewed, x, params) if params.fenced_shutdown_refences else renewed),
-                 z3.BoolVal(True)),
+                 written(lambda c: fence(c, renewed, x, params)), z3.BoolVal(True)),
         answered("unfence", z3.And(pre.fenced(x), z3.Not(want_shut_down), z3.Not(want_fence), caught_up),
                  written(lambda c: unfence(c, renewed, x, params)), z3.BoolVal(False)),
         answered("stays fenced", z3.And(pre.fenced(x), z3.Not(want_shut_down), z3.Or(want_fence, z3.Not(caught_up))),

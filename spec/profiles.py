@@ -46,7 +46,6 @@ class Profile:
     lease_expiry: str  # DEC-25
     registration_is_contact: bool  # DEC-6
     retry_registration: str  # DEC-5
-    fenced_shutdown_refences: bool  # DEC-14
     shutdown_grant: str  # DEC-14
     reassignment_layout: str  # DEC-18
     reassignment_completes: str  # DEC-18
@@ -54,7 +53,6 @@ class Profile:
     answered_at_once: tuple[str, ...]  # DEC-21: rule ids
     not_leader_error: str  # DEC-15
     leader_moved_error: str  # DEC-15: ISR-10
-    refused_partition_fields: int  # DEC-15
     unregister_unknown_error: str  # DEC-35
     heartbeat_offset: str  # DEC-2
     default_timings: tuple[int, int]  # DEC-12: (heartbeat interval, session timeout)

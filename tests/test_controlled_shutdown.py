@@ -116,11 +116,12 @@ def test_shut_3_should_shut_down_comes_with_fencing_in_one_batch():
 
 
 def test_shut_4_a_fenced_broker_may_shut_down_at_once():
-    """SHUT-4: ShouldShutDown, nothing written."""
+    """SHUT-4, DEC-14: ShouldShutDown, with its fence record written again, as Kafka writes it."""
     c = Cluster()
     c.register(1)
     response = c.heartbeat(1, want_shut_down=True)
-    assert (response.should_shut_down, response.is_fenced) == (True, True) and c.records() == []
+    assert (response.should_shut_down, response.is_fenced) == (True, True)
+    assert c.records() == [FenceBrokerRecord(1, c.epoch(1))]
 
 
 def test_shut_4_wantfence_with_wantshutdown_fences_and_grants_in_one_response():

@@ -98,6 +98,32 @@ def test_inv_7_catches_a_registration_record_with_a_foreign_epoch():
     reported(STATE_INVARIANTS["INV-7"], evolve(c.state, batches=c.state.batches + (bad,)))
 
 
+def test_inv_7_an_epoch_is_where_the_registration_records_begin_and_nowhere_else():
+    """INV-7, REG-6, REG-9: a RegisterBrokerRecord's epoch is its own offset, or that of the partition
+    changes just before it in its batch (a new incarnation replacing an unfenced one); not another
+    record's, not before its batch, not after itself (an amend, DEC-5, may name any earlier offset)."""
+    from kraftspec.model.invariants import registration_epoch_problem
+    from kraftspec.model.records import PartitionChangeRecord, TopicRecord
+
+    def batch(base, *records):
+        return list(enumerate(records, base))
+
+    t = UUID(int=1)
+    change = PartitionChangeRecord(0, t, isr=(2,))
+
+    def register(epoch):
+        return RegisterBrokerRecord(3, UUID(int=3), epoch)
+
+    assert registration_epoch_problem(batch(10, register(10)), 0, amends=False) is None
+    assert registration_epoch_problem(batch(10, change, change, register(10)), 2, amends=False) is None
+    assert registration_epoch_problem(batch(8, TopicRecord("x", t), change, register(9)), 2, amends=False) is None
+    assert registration_epoch_problem(batch(8, TopicRecord("x", t), change, register(8)), 2, amends=False)
+    assert registration_epoch_problem(batch(10, change, register(9)), 1, amends=False)
+    assert registration_epoch_problem(batch(10, register(11)), 0, amends=False)
+    assert registration_epoch_problem(batch(10, register(4)), 0, amends=False)
+    assert registration_epoch_problem(batch(10, register(4)), 0, amends=True) is None
+
+
 def test_inv_8_catches_a_committed_state_that_is_not_the_replay():
     """INV-8."""
     c = healthy()

@@ -874,7 +874,7 @@ SWEEP_WITNESSES = {
     registration_retry_is_contact: (None, [("impl/registration.py:_retried:1", "controller.leases.touch(broker_id, controller.now_ms).released = False -> pass")]),
     heartbeat_offset_zero: (None, [("impl/heartbeat.py:handle_broker_heartbeat:20", "offset < 0 -> offset <= 0"),
                                    ("impl/heartbeat.py:handle_broker_heartbeat:22", "0 -> 1")]),
-    alter_isr_after_a_completed_reassignment: (None, [("impl/alter_isr.py:handle_alter_isr:32", "continue -> break")]),
+    alter_isr_after_a_completed_reassignment: (None, [("impl/alter_isr.py:handle_alter_isr:36", "continue -> break")]),
     another_cluster_and_session: (Config(cluster_id="AnotherClusterIdAAAAAA", session_timeout_ms=9_000),
                                   [("impl/controller.py:Controller.__init__:1", "config or ControllerConfig() -> config and ControllerConfig()")]),
     alter_isr_leader_epoch_ahead: (None, [("impl/alter_isr.py:_alter_partition:18", "return Error.NOT_CONTROLLER -> return None")]),

@@ -185,7 +185,7 @@ def test_isr_1_the_exchange_and_the_defaults_of_a_refused_partition():
     assert response.error_code == Error.NONE and response.topics[0].topic_id == topic_id("t")
     p = one(response)
     assert (p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.isr, p.partition_epoch) == (
-        0, Error.NOT_CONTROLLER, -1, -1, (), -1)
+        0, Error.NOT_CONTROLLER, 0, 0, (), 0)  # DEC-15: as Kafka leaves them
 
 
 @pytest.mark.parametrize("who, epoch", [(9, 1), (1, 12345)], ids=["unregistered", "stale-epoch"])
