@@ -19,7 +19,8 @@ from typing import Any
 
 from attrs import frozen
 
-from .invariants import REGISTRATIONS, STATE_INVARIANTS, epochs_went_back, registration_epoch_problem
+from .invariants import STATE_INVARIANTS, epochs_went_back, registration_epoch_problem
+from .log import REGISTRATION_RECORDS
 from .records import RemoveTopicRecord
 from .replay import _REPLAY, replay
 from .rules import cite
@@ -107,7 +108,7 @@ def check_log(
                 other[name] = other.get(name, 0) + 1
             if isinstance(record, RemoveTopicRecord):
                 removed.add(record.topic_id)
-            if not is_snapshot and isinstance(record, REGISTRATIONS) and (
+            if not is_snapshot and isinstance(record, REGISTRATION_RECORDS) and (
                     problem := registration_epoch_problem(batch, i, amends)) is not None:
                 violations.append(Violation(batch[0][0], "INV-7", problem))
             image = replay(image, record)
