@@ -251,13 +251,13 @@ def run_generate(args) -> int:
         return 0
     from kraftspec.conformance.targeted import targeted
 
-    traces = targeted(config=config)
-    count = 0
-    for trace in traces:
-        path = trace.write(out)
-        count += 1
-        print(f"{path}  {len(trace.steps)} steps")
-    print(f"{count} traces written to {out}")
+    result = targeted(config=config)
+    for target in result.targets:
+        path = target.trace.write(out)
+        print(f"{path}  {target.rule}, {len(target.trace.steps)} steps")
+    for rule, why in sorted(result.unreached.items()):
+        print(f"no trace for {rule}: {why}")
+    print(f"{len(result.targets)} traces written to {out}")
     return 0
 
 

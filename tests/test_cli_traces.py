@@ -40,6 +40,15 @@ def test_generate_exhaustive_writes_a_trace_per_leaf_that_impl_replays(tmp_path)
     assert code == 0 and f"{len(written)} of {len(written)} traces passed" in out
 
 
+def test_generate_targeted_writes_a_trace_per_rule_and_names_the_rules_it_cannot_reach(tmp_path):
+    code, out, _ = run("generate", "--generator", "targeted", "--out", str(tmp_path))
+    written = list(tmp_path.glob("*.jsonl"))
+    assert code == 0 and f"{len(written)} traces written" in out and len(written) > 20
+    assert "ISR-4, " in out and "no trace for LOG-16: " in out  # each trace's rule, and why a rule has none
+    code, out, _ = run("replay", str(tmp_path), "--quiet")
+    assert code == 0 and f"{len(written)} of {len(written)} traces passed" in out
+
+
 def test_a_divergence_fails_the_run_and_the_junit_report(tmp_path):
     run("generate", "--seeds", "4", "--steps", "60", "--out", str(tmp_path))
     [path] = tmp_path.glob("*.jsonl")
