@@ -89,12 +89,12 @@ def impl_cluster(partitions: int, brokers: int, directory: str | None = None, pr
     brokers), so that every broker leads partitions/brokers partitions and follows twice as many.
     Committed."""
     from kraftspec.impl.controller import Controller
-    from kraftspec.impl.messages import PartitionRecord
+    from kraftspec.impl.messages import PartitionRecord, Struct
 
     config = impl_config(profile)
     controller = Controller.create(directory, config=config) if directory else Controller(config)
     per_topic = 1000
-    chunk = []
+    chunk: list[Struct] = []  # the records of the next batch
 
     def flush():
         controller._open_batch()
@@ -329,10 +329,10 @@ def bench_impl(scale: float, out, profile: str = DEFAULT_PROFILE) -> dict:
     say(out, f"  model {figures['model_heartbeats_small']:,.0f} heartbeats/s; impl/model {figures['impl_model_ratio']:.0f}x")
     speeds.append(machine_speed())
     say(out, speed_line(speeds[-1], "at the end"))
-    moved = speed_warning(speeds)
-    figures["warnings"] = [moved] if moved else []
-    if moved:
-        say(out, f"warning: {moved}")
+    warning = speed_warning(speeds)
+    figures["warnings"] = [warning] if warning else []
+    if warning:
+        say(out, f"warning: {warning}")
     return figures
 
 

@@ -364,10 +364,10 @@ def bench_spark(scale: float, out, profile: str = DEFAULT_PROFILE, whole: bool =
                         "one worker and two do not lose the same share of the cores to it, so the ratios above "
                         "are not what this machine gives when it is free, even where the rounds agree")
     speeds.append(machine_speed())
-    for warning in (busy, speed_warning(speeds)):
-        if warning is not None:
-            warnings.append(warning)
-            say(out, f"warning: {warning}")
+    for found in (busy, speed_warning(speeds)):  # each warning, or None
+        if found is not None:
+            warnings.append(found)
+            say(out, f"warning: {found}")
     say(out, line)
     say(out, speed_line(speeds[-1], "at the end"))
     if warnings:

@@ -95,10 +95,11 @@ def resolve(path: Path, options: dict[str, int | None]) -> tuple[dict[str, int],
             hint = f"; did you mean {close}?" if close else ""
             raise BadInput(f"{path}, line {setting.line}: {key} = {setting.value!r} is not a kraftspec setting "
                            f"(they are: {own}){hint}", file=str(path), line=setting.line, key=key, value=setting.value)
-    values, sources = {}, {}
+    values: dict[str, int] = {}
+    sources: dict[str, str] = {}
     for setting in settings:
-        if setting.option and options.get(setting.attribute) is not None:
-            values[setting.attribute] = options[setting.attribute]
+        if setting.option and (given := options.get(setting.attribute)) is not None:
+            values[setting.attribute] = given
             sources[setting.key] = f"command line {setting.option}"
         elif setting.key in found:
             text, line, earlier = found[setting.key].value, found[setting.key].line, found[setting.key].earlier

@@ -15,8 +15,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kraftspec.cli import add_profile_option, bounded
+
+if TYPE_CHECKING:  # kraftspec.traces is imported when a divergence is shrunk, not at the command's start
+    from kraftspec.traces import ShrinkMeter
 
 DEFAULT_TRACES = 20_000
 DEFAULT_MASTER = "local[*,4]"  # all cores; a failed task is tried up to 4 times
@@ -235,16 +239,17 @@ class _ShrinkProgress:
         from kraftspec.traces import ShrinkMeter
 
         self.meter_class = ShrinkMeter
-        self.meter = None
-        self.index = None
+        self.meter: ShrinkMeter | None = None  # the meter of the divergence being shrunk, from the first call
+        self.index: int | None = None  # its index among the divergences
 
     def __call__(self, index, count, failure, spent, budget, events) -> None:
-        if index != self.index:
-            if self.meter is not None:
-                self.meter.done()
+        meter = self.meter
+        if meter is None or index != self.index:
+            if meter is not None:
+                meter.done()
             self.index = index
-            self.meter = self.meter_class(f"shrinking {index + 1} of {count} (seed {failure['seed']})")
-        self.meter(spent, budget, events)
+            meter = self.meter = self.meter_class(f"shrinking {index + 1} of {count} (seed {failure['seed']})")
+        meter(spent, budget, events)
 
     def close(self) -> None:
         if self.meter is not None:

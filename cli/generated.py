@@ -70,7 +70,7 @@ GETTER, SLOT, NEW = "object.__setattr__.__get__", "a slot's __set__", "object.__
 SETTERS = (GETTER, SLOT, NEW)
 """The setters (and the allocator) whose calls a factory makes directly (see above), as
 ``setter_kind`` names them."""
-_METHOD_WRAPPER = type(object().__str__)
+_METHOD_WRAPPER = types.MethodWrapperType  # the bound slot wrappers of classes written in C (object().__str__)
 _OBJECT_SETATTR_GET = object.__setattr__.__get__
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not written in C
 _ABSTRACT = 1 << 20  # Py_TPFLAGS_IS_ABSTRACT: a class with abstract methods, which object.__new__ refuses

@@ -164,14 +164,15 @@ class _Source:
         start = batches[0].base_offset if batches else 0
         end = batches[-1].last_offset + 1 if batches else 0
         if start > 0:
-            reaching = [s for s in log.snapshots if s.end_offset is not None and start <= s.end_offset <= end and not s.problems]
+            reaching = [(s, s.end_offset) for s in log.snapshots  # each valid snapshot that reaches the log, with its end
+                        if s.end_offset is not None and start <= s.end_offset <= end and not s.problems]
             if not reaching:
                 raise SourceError(f"{path}: the log starts at offset {start} and no valid snapshot ends between {start} "
                                   f"and {end}: the state before offset {start} is unknown")
-            snapshot = reaching[-1]
-            self.snapshot_path, self.snapshot_end_offset = Path(snapshot.path), snapshot.end_offset
+            snapshot, snapshot_end = reaching[-1]
+            self.snapshot_path, self.snapshot_end_offset = Path(snapshot.path), snapshot_end
             yield from _lifecycle(snapshot.batches, 0)
-            start = snapshot.end_offset
+            start = snapshot_end
         self.committed_offset = self.log_end_offset = end
         yield from _lifecycle(batches, start)
 

@@ -48,12 +48,13 @@ def controller_families(values: Mapping[str, float | None], prefix: str = PREFIX
         value = values.get(key)
         if value is not None:
             families.append(GaugeMetricFamily(prefix + name, text + about, value=value))
-    if values.get("metadata_commit_latency_ms_count") is not None:
+    count = values.get("metadata_commit_latency_ms_count")
+    if count is not None:  # a count of batches, whole even when summed as floats (the exposition writes both alike)
         families.append(SummaryMetricFamily(
             prefix + "metadata_commit_latency_ms",
             "MetadataCommitLatencyMs (METRIC-2): commit time minus append time of each committed batch, in the "
             "controller's clock" + about,
-            count_value=values["metadata_commit_latency_ms_count"], sum_value=values.get("metadata_commit_latency_ms_sum") or 0))
+            count_value=int(count), sum_value=values.get("metadata_commit_latency_ms_sum") or 0))
     if values.get("metadata_committed_records") is not None:
         families.append(CounterMetricFamily(
             prefix + "metadata_committed_records", "Records committed since the controller became active (METRIC-3)" + about,
@@ -76,7 +77,7 @@ def registry_of(families: Callable[[], Iterable[Metric]]) -> CollectorRegistry:
     from prometheus_client import CollectorRegistry
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(FamiliesCollector(families))  # type: ignore[arg-type]
+    registry.register(FamiliesCollector(families))
     return registry
 
 

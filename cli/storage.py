@@ -175,7 +175,8 @@ def storage_info(args, out, err) -> int:
 
     config = _read_config(args, err)
     node_id = config.node_id
-    rows, problems, clusters = [], [], {}
+    rows, problems = [], []
+    clusters: dict[str, list[str]] = {}  # the directories formatted for each cluster id
     for name in config.directories():
         directory = Path(name)
         row: dict = {"path": name, "metadata_log": name == config.metadata_log_dir, "exists": directory.is_dir(),
@@ -311,12 +312,12 @@ def cluster_unregister(args, out, err) -> int:
     finally:
         controller.close()
     [reply] = [r for r in replies if r.seq == outcome.seq]
-    error = Error(reply.response.error_code).name
-    out.write(f"UnregisterBroker(BrokerId={request.broker_id}): {error}\n")
+    error_name = Error(reply.response.error_code).name
+    out.write(f"UnregisterBroker(BrokerId={request.broker_id}): {error_name}\n")
     if appended:
         names = ", ".join(type(r).__name__ for r in appended)
         out.write(f"committed to {directory / 'log'} at offset {controller.committed_offset - len(appended)}: {names}\n")
-    return 0 if error == "NONE" else 1
+    return 0 if error_name == "NONE" else 1
 
 
 _RUN = {

@@ -408,14 +408,17 @@ def run_shrink(args) -> int:
         verdict = replay(trace, adapter, args.level, args.trace)
         if verdict.passed:
             return _fail(f"{args.trace} passes against {args.adapter} at level {args.level}: nothing to shrink")
-        print(f"{args.trace}: diverges at step {verdict.divergence.step} ({verdict.divergence.part}); shrinking "
+        divergence = verdict.divergence
+        if divergence is None:  # the adapter declared it cannot replay this trace (its level or profile)
+            return _fail(f"{args.trace}: {args.adapter} does not support {verdict.not_supported}: nothing to shrink")
+        print(f"{args.trace}: diverges at step {divergence.step} ({divergence.part}); shrinking "
               f"{len(trace.steps)} events", file=sys.stderr, flush=True)
         meter = ShrinkMeter("shrinking")
         try:
             smaller = shrink(trace, failing_against(lambda: adapter, args.level), progress=meter)
         finally:
             meter.done()
-        description = args.description or f"shrunk from {Path(args.trace).name}: {verdict.divergence.part} differ at step {verdict.divergence.step}"
+        description = args.description or f"shrunk from {Path(args.trace).name}: {divergence.part} differ at step {divergence.step}"
         if args.corpus:
             path = write_to_corpus(smaller, description, args.corpus)
         else:

@@ -21,10 +21,12 @@ from kraftspec.impl.config import ControllerConfig
 from kraftspec.impl.controller import Controller
 from kraftspec.model import Commit, Config, Failover, FeatureRange, TakeSnapshot, Tick, initial_state, step
 from kraftspec.model import messages as model_messages
-from kraftspec.model.framing import encode_record as model_encode_record
-from kraftspec.model.log import snapshot_records
+from kraftspec.model.controller import StepResult
 from kraftspec.model.formats import FORMATS as MODEL_FORMATS
 from kraftspec.model.formats import record_version
+from kraftspec.model.framing import encode_record as model_encode_record
+from kraftspec.model.log import snapshot_records
+from kraftspec.model.state import ControllerState
 from kraftspec.spec.profiles import DEFAULT_PROFILE, profile, profile_names
 
 from .jsonform import compiled_from_json, fast_from_json, fast_to_json, in_versions, newest_version, qualified, schema_of
@@ -59,7 +61,11 @@ def response_version(api: str, version: int, formats: str = "seed-000") -> int:
 
 
 def api_of(message_type: type) -> str:
-    name = message_type.__name__
+    return _api_named(message_type.__name__)
+
+
+def _api_named(name: str) -> str:
+    """The API of the message class named ``name``: ``BrokerHeartbeatRequest`` -> ``BrokerHeartbeat``."""
     return name.removesuffix("Request").removesuffix("Response")
 
 
@@ -133,16 +139,16 @@ def model_event(event: dict[str, Any], formats: str = "seed-000"):
 
 
 @functools.cache
-def _request_form(request_type: type, formats: str) -> tuple[str, str]:
-    """(api, schema name) of a request type in the message formats ``formats``."""
-    return api_of(request_type), qualified(request_type.__name__, formats)
+def _request_form(class_name: str, formats: str) -> tuple[str, str]:
+    """(api, schema name) of the request class named ``class_name`` in the message formats ``formats``."""
+    return _api_named(class_name), qualified(class_name, formats)
 
 
 def event_json(event, formats: str = "seed-000") -> dict[str, Any]:
     """The neutral form of a model event, its request in the message formats ``formats`` (DEC-9)."""
     if isinstance(event, model_messages.REQUEST_TYPES):
         version = event.version if isinstance(event, model_messages.BrokerHeartbeatRequest) else 0
-        api, name = _request_form(type(event), formats)
+        api, name = _request_form(type(event).__name__, formats)
         return {"kind": "request", "api": api, "version": version, "body": fast_to_json(event, version, name)}
     if isinstance(event, Tick):
         return {"kind": "tick", "now_ms": event.now_ms}
@@ -157,28 +163,34 @@ class ModelAdapter:
     """The model itself: recording traces from it, or replaying them against it."""
 
     name = "model"
-    levels = ("responses", "state", "records")
+    levels: tuple[str, ...] = ("responses", "state", "records")
     profiles = profile_names()
 
     def __init__(self) -> None:
-        self.state = None
-        self.last = None
+        self.state: ControllerState | None = None
+        self.last: StepResult | None = None
 
     def start(self, config: dict[str, Any]) -> None:
         self.state = initial_state(model_config(config))
 
-    def run(self, event) -> tuple[dict[str, Any], object]:
+    def started(self) -> ControllerState:
+        """The model's state in the trace being replayed; start() makes the first."""
+        if self.state is None:
+            raise RuntimeError("the model adapter was not started: start() comes before any event")
+        return self.state
+
+    def run(self, event) -> tuple[dict[str, Any], StepResult]:
         """Handle a model event; the neutral outputs and the model's StepResult."""
-        result = step(self.state, event)
+        result = step(self.started(), event)
         self.state = result.state
         self.last = result
         return outputs_of(result), result
 
     def step(self, event: dict[str, Any]) -> dict[str, Any]:
-        return self.run(model_event(event, self.state.config.params.rpc_formats))[0]
+        return self.run(model_event(event, self.started().config.params.rpc_formats))[0]
 
     def committed(self) -> list[dict[str, Any]]:
-        return committed_of(self.state)
+        return committed_of(self.started())
 
     def close(self) -> None:
         self.state = None
@@ -202,10 +214,10 @@ def committed_of(state, known: dict | None = None) -> list[dict[str, Any]]:
 
 
 @functools.cache
-def _reply_form(request_type: type, version: int, rpc_formats: str) -> tuple[str, int, str]:
-    """(api, version of the response, its schema name) for a reply to a request of this type and
-    version in the message formats ``rpc_formats``."""
-    api = api_of(request_type)
+def _reply_form(class_name: str, version: int, rpc_formats: str) -> tuple[str, int, str]:
+    """(api, version of the response, its schema name) for a reply to a request of the class named
+    ``class_name`` at ``version`` in the message formats ``rpc_formats``."""
+    api = _api_named(class_name)
     return api, response_version(api, version, rpc_formats), qualified(f"{api}Response", rpc_formats)
 
 
@@ -224,7 +236,7 @@ def outputs_of(result) -> dict[str, Any]:
     replies = []
     rpc_formats = params.rpc_formats  # DEC-9
     for reply in result.replies:
-        api, version, name = _reply_form(type(reply.request), getattr(reply.request, "version", 0), rpc_formats)
+        api, version, name = _reply_form(type(reply.request).__name__, getattr(reply.request, "version", 0), rpc_formats)
         replies.append({"seq": reply.seq, "api": api, "version": version, "body": fast_to_json(reply.response, version, name)})
     return {"seq": result.seq, "records": records, "replies": replies}
 
@@ -251,14 +263,14 @@ def make_impl(path: str, kwargs: dict[str, Any]):
     return impl_class(path)(**kwargs)
 
 
-make_impl.resolve = impl_class
+make_impl.resolve = impl_class  # type: ignore[attr-defined]  # a function's attribute, which compiled_from_json reads
 
 
 class ImplAdapter:
     """kraftspec's impl, in this process."""
 
     name = "impl"
-    levels = ("responses", "state", "records")
+    levels: tuple[str, ...] = ("responses", "state", "records")
     profiles = profile_names()  # ControllerConfig takes every profile
 
     def __init__(self) -> None:
@@ -268,8 +280,14 @@ class ImplAdapter:
     def start(self, config: dict[str, Any]) -> None:
         self.controller = Controller(impl_config(config))
 
+    def started(self) -> Controller:
+        """The controller replaying the trace; start() makes it."""
+        if self.controller is None:
+            raise RuntimeError("the impl adapter was not started: start() comes before any event")
+        return self.controller
+
     def handle(self, event: dict[str, Any]):
-        controller = self.controller
+        controller = self.started()
         kind = event["kind"]
         if kind == "request":
             name = qualified(f"{event['api']}Request", controller.config.params.rpc_formats)
@@ -284,7 +302,8 @@ class ImplAdapter:
 
     def step(self, event: dict[str, Any]) -> dict[str, Any]:
         outcome = self.handle(event)
-        frame_type = self.controller.config.params.frame_type  # DEC-10
+        params = self.started().config.params
+        frame_type = params.frame_type  # DEC-10
         records = [
             {"offset": base + i, "type": type(record).__name__, "version": record.record_version,
              "data": fast_to_json(record, record.record_version),
@@ -292,7 +311,7 @@ class ImplAdapter:
             for base, batch in outcome.batches
             for i, record in enumerate(batch)
         ]
-        rpc_formats = self.controller.config.params.rpc_formats  # DEC-9
+        rpc_formats = params.rpc_formats  # DEC-9
         replies = [
             {"seq": r.seq, "api": api_of(type(r.request)), "version": r.version,
              "body": fast_to_json(r.response, r.version, qualified(type(r.response).__name__, rpc_formats))}
@@ -301,7 +320,7 @@ class ImplAdapter:
         return {"seq": outcome.seq, "records": records, "replies": replies}
 
     def committed(self) -> list[dict[str, Any]]:
-        return [{"type": type(r).__name__, "data": fast_to_json(r, r.record_version)} for r in self.controller.committed_records()]
+        return [{"type": type(r).__name__, "data": fast_to_json(r, r.record_version)} for r in self.started().committed_records()]
 
     def close(self) -> None:
         if self.controller is not None:
@@ -321,7 +340,7 @@ class ImplAdapter:
         seen: dict = {}  # what _compile_step converted once for the whole trace
         compiled = [_compile_step(step, level, params.record_formats, params.rpc_formats, seen) for step in trace.steps]
         self.start(trace.header.config)
-        controller = self.controller
+        controller = self.started()
         handle_request, tick, commit = controller.handle_request, controller.tick, controller.commit
         encode = controller.codec.encode  # the profile's frames (DEC-10, DEC-22), as impl writes its log
 

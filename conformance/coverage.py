@@ -104,7 +104,7 @@ def citation_sites(source: str) -> list[tuple[str, int]]:
                 continue
             parameters = [a.arg for a in function.args.args]
             for call in _calls(function):
-                position = citing.get(_called(call))
+                position = _cited_at(citing, call)
                 if position is not None and len(call.args) > position:
                     argument = call.args[position]
                     if isinstance(argument, ast.Name) and argument.id in parameters:
@@ -113,7 +113,7 @@ def citation_sites(source: str) -> list[tuple[str, int]]:
                         break
     found = []
     for call in _calls(tree):
-        position = citing.get(_called(call))
+        position = _cited_at(citing, call)
         if position is not None and len(call.args) > position:
             argument = call.args[position]
             if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
@@ -123,6 +123,12 @@ def citation_sites(source: str) -> list[tuple[str, int]]:
 
 def _calls(node) -> Iterable[ast.Call]:
     return (n for n in ast.walk(node) if isinstance(n, ast.Call))
+
+
+def _cited_at(citing: dict[str, int], call: ast.Call) -> int | None:
+    """The position of the rule id among the arguments of ``call``, if it calls a function of ``citing``."""
+    name = _called(call)
+    return None if name is None else citing.get(name)
 
 
 def _called(call: ast.Call) -> str | None:

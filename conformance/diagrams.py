@@ -73,7 +73,7 @@ from kraftspec.model import Commit, Config, Failover, Tick, initial_state, step
 from kraftspec.model import broker as brokers
 from kraftspec.model.broker import BrokerProcess, BrokerState
 from kraftspec.model.membership import Membership, membership
-from kraftspec.model.messages import BrokerHeartbeatResponse, BrokerRegistrationResponse, Request
+from kraftspec.model.messages import BrokerHeartbeatResponse, BrokerRegistrationResponse, Request, Response
 from kraftspec.model.rules import collecting
 from kraftspec.model.state import ControllerState
 from kraftspec.spec import rules as spec_rules
@@ -251,7 +251,7 @@ def _incarnation(n: int) -> UUID:
     return exhaustive.incarnation(0, n - 1)
 
 
-def _round_trip(world: World, request: Request) -> tuple[ControllerState, object, frozenset[str]]:
+def _round_trip(world: World, request: Request) -> tuple[ControllerState, Response | None, frozenset[str]]:
     """The controller handles ``request`` and commits; the reply the commit released, and the rules."""
     result = step(world.controller, request)
     fired = set(result.rules)
@@ -262,7 +262,8 @@ def _round_trip(world: World, request: Request) -> tuple[ControllerState, object
         fired |= set(committed.rules)
         replies += committed.replies
         state = committed.state
-    [response] = [r.response for r in replies if r.seq == result.seq] or [None]
+    released: list[Response | None] = [r.response for r in replies if r.seq == result.seq]
+    [response] = released or [None]
     return state, response, frozenset(fired)
 
 
@@ -278,15 +279,15 @@ def _broker_actions(world: World) -> Iterator[tuple[str, World, frozenset[str], 
             started = brokers.start(process, _incarnation(world.processes + 1))
         yield "start", World(started, state, world.processes + 1), none, frozenset(log.fired)
     if kind == BrokerState.STARTING and not process.registered:
-        request = brokers.registration_request(process, config.cluster_id, features_of(config))
-        controller, response, fired = _round_trip(world, request)
+        registration = brokers.registration_request(process, config.cluster_id, features_of(config))
+        controller, response, fired = _round_trip(world, registration)
         with collecting() as log:
             registered = brokers.on_registration_response(process, response) if isinstance(response, BrokerRegistrationResponse) else process
         yield "register", World(registered, controller, world.processes), fired, frozenset(log.fired)
     if process.sends_heartbeats:
         caught_up = brokers.catch_up(process, state.committed_offset)
-        request = brokers.heartbeat_request(caught_up, offset_unit=config.params.heartbeat_offset)
-        controller, response, fired = _round_trip(world, request)
+        heartbeat = brokers.heartbeat_request(caught_up, offset_unit=config.params.heartbeat_offset)
+        controller, response, fired = _round_trip(world, heartbeat)
         with collecting() as log:
             after = brokers.on_heartbeat_response(caught_up, response) if isinstance(response, BrokerHeartbeatResponse) else caught_up
         yield "heartbeat", World(after, controller, world.processes), fired, frozenset(log.fired)

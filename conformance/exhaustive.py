@@ -318,14 +318,20 @@ def setup(scope: Scope) -> tuple[tuple[Event, ...], ControllerState]:
         events.append(event)
         state = result.state
 
+    def act(action: Action) -> None:
+        event = event_for(scope, state, action)
+        if event is None:
+            raise AssertionError(f"the scope's setup takes {describe(action)}, which does not apply to the state the setup reached")
+        send(event)
+
     if scope.warm:
         for b in range(scope.brokers):
-            send(event_for(scope, state, ("register", b, 0)))
+            act(("register", b, 0))
         send(Commit(state.log_end_offset))
         for b in range(scope.brokers):
-            send(event_for(scope, state, ("heartbeat", b, False, False)))
+            act(("heartbeat", b, False, False))
         send(Commit(state.log_end_offset))
-        send(event_for(scope, state, ("create",)))
+        act(("create",))
         send(Commit(state.log_end_offset))
     return tuple(events), state
 
@@ -435,7 +441,7 @@ def differences(scope: Scope, path: Path, other: Path, key: Callable[[Controller
         if (event is None) != (other_event is None):
             found.append(f"{describe(action)} applies to one state only")
             continue
-        if event is None:
+        if event is None or other_event is None:  # neither applies (one alone is caught above)
             continue
         result, other_result = step(first, event), step(second, other_event)
         if outputs(first, result) != outputs(second, other_result):

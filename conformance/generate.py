@@ -308,7 +308,9 @@ class FaultySimulation(Simulation):
 
     def delete_and_recreate(self):
         image = self.state.image
-        moving = any(p.is_reassigning for p in image.partitions_of(image.topic_named(TOPIC).topic_id))
+        existing = image.topic_named(TOPIC)
+        assert existing is not None, "the operator deletes the topic only while it exists (actions)"
+        moving = any(p.is_reassigning for p in image.partitions_of(existing.topic_id))
         if moving and self.rng.random() < 0.7:
             return f"the operator gives up moving topic {TOPIC!r} and deletes it", DeleteTopicsRequest([TOPIC])
         if self.rng.random() < 0.5:

@@ -184,7 +184,9 @@ def _kafkas_listing(trace: Trace, d: Divergence) -> list[str]:
     entries = []
     for topic_id, indexes in topics:
         topic = live.topics.get(topic_id)
-        for index in indexes if topic is not None else ():
+        if topic is None:
+            continue
+        for index in indexes:
             p = live.partitions.get((topic_id, index))
             if p is not None and p.is_reassigning:
                 entries.append(json.dumps([topic.name, {
@@ -350,6 +352,7 @@ def classify(paths: list[Path], adapter_spec: str, level: str, progress: Callabl
                 results[path.name] = {"outcome": "not supported", "why": verdict.not_supported}
             else:
                 d = verdict.divergence
+                assert d is not None  # a verdict that neither passed nor was not supported diverged
                 results[path.name] = {"outcome": "failed", "step": d.step, "part": d.part,
                                       "cause": cause(trace, d) or "unexplained"}
             if progress and (done % 100 == 0 or done == len(traces)):

@@ -284,7 +284,7 @@ def _fencing(new_isr: Callable[[tuple, int], tuple], elect_new_leader: bool = Tr
             for partition in controller.state.replication.partitions_of(broker_id):
                 if broker_id not in partition.isr:
                     continue
-                lists = {"isr": new_isr(partition.isr, broker_id)}
+                lists: dict[str, tuple | int] = {"isr": new_isr(partition.isr, broker_id)}
                 if not elect_new_leader and partition.leader == broker_id:
                     lists["leader"] = NO_LEADER
                 impl_partitions.partition_change(controller, partition, stays, eligible, **lists)
@@ -592,8 +592,10 @@ def _edited(old: str, new: str, why: str):
         source = inspect.getsource(function)
         if source.count(old) != 1:
             raise LookupError(f"{function.__qualname__}: the text to replace occurs {source.count(old)} times, expected once: {old!r}")
+        filename = inspect.getsourcefile(function)
+        assert filename is not None  # getsource found the source above, in this file
         made: dict[str, Any] = {}
-        exec(compile(textwrap.dedent(source.replace(old, new)), inspect.getsourcefile(function), "exec"),  # noqa: S102
+        exec(compile(textwrap.dedent(source.replace(old, new)), filename, "exec"),  # noqa: S102
              function.__globals__, made)
         return made[function.__name__]
 
@@ -608,6 +610,7 @@ def _edit(name: str, rule: str, owner: Any, attribute: str, old: str, new: str, 
 
 def _mutant(name: str, rule: str, owner: Any, attribute: str, variant: Callable) -> Mutant:
     """A mutant described by its variant's docstring."""
+    assert variant.__doc__ is not None, f"{name}: the variant has no docstring to describe the mutant"
     return Mutant(name, rule, variant.__doc__, owner, attribute, variant)
 
 
@@ -1108,7 +1111,8 @@ class MutationReport:
                 failure = ET.SubElement(case, "failure", {"message": f"mutant survived: {r.rule}: {r.description}", "type": "survived"})
                 failure.text = details
             ET.SubElement(case, "system-out").text = details
-        root = ET.Element("testsuites", {"tests": suite.get("tests"), "failures": suite.get("failures"), "time": suite.get("time")})
+        totals = suite.attrib  # the testsuite's totals, set above
+        root = ET.Element("testsuites", {"tests": totals["tests"], "failures": totals["failures"], "time": totals["time"]})
         root.append(suite)
         ET.indent(root)
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
@@ -1153,6 +1157,9 @@ def replay_corpus(traces: list[tuple[str, Trace]]) -> tuple[str, int, str] | Non
         except Exception as crash:  # a broken impl may raise anywhere; that is a kill, not a failure of the check
             return where, -1, f"crash: {type(crash).__name__}: {crash}"[:200]
         if not verdict.passed:
+            # ImplAdapter reports every level and implements every profile (read() refuses an unknown
+            # one): a trace it does not pass is one it diverges from, never one it does not support
+            assert verdict.divergence is not None, verdict.not_supported
             return where, verdict.divergence.step, verdict.divergence.part
     return None
 
@@ -1246,15 +1253,17 @@ def run(
         with mutant.applied():
             divergence = replay_corpus(traces)
         corpus_seconds = time.perf_counter() - clock
+        outcome: tuple[str, str | None, str, float]  # run_stateful's (result, first failing test, detail, seconds)
         if test_file is None:
             outcome = ("not run", None, "", 0.0)
         elif baseline != "passed":
             outcome = ("void", None, f"the unmutated run {baseline}", 0.0)
         else:
             outcome = run_stateful(test_file, mutant, timeout)
+        corpus_trace, corpus_step, corpus_part = divergence or (None, None, None)
         result = MutantResult(
             mutant.name, mutant.rule, mutant.description, mutant.target,
-            divergence is not None, *(divergence or (None, None, None)), len(traces), corpus_seconds, *outcome,
+            divergence is not None, corpus_trace, corpus_step, corpus_part, len(traces), corpus_seconds, *outcome,
         )
         results.append(result)
         say(f"{mutant.name} ({mutant.rule}): corpus {'killed' if result.corpus_killed else 'survived'}, "
@@ -1274,6 +1283,7 @@ def pytest_configure(config) -> None:
     from hypothesis import Phase, settings
 
     current = settings.default
+    assert current is not None  # hypothesis loads its default profile when it is imported
     settings.register_profile(
         "kraftspec-mutation", parent=current, database=None,
         phases=tuple(phase for phase in current.phases if phase not in (Phase.shrink, Phase.explain)),

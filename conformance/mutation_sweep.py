@@ -185,9 +185,10 @@ def _negated(test: ast.expr) -> ast.expr:
     return ast.UnaryOp(op=ast.Not(), operand=test)
 
 
-def _changes(node: ast.AST, parent: ast.AST, field: str, index: int | None) -> list[tuple[str, Callable[[ast.AST], ast.AST]]]:
-    """The mutations of one node, as (operator, function from a copy of the node to its replacement)."""
-    found: list[tuple[str, Callable[[ast.AST], ast.AST]]] = []
+def _changes(node: ast.AST, parent: ast.AST, field: str, index: int | None) -> list[tuple[str, Callable[[Any], ast.AST]]]:
+    """The mutations of one node, as (operator, function from a copy of the node to its replacement).
+    Each function takes a node of the class it was found for (a BoolOp, a Call...), hence Any."""
+    found: list[tuple[str, Callable[[Any], ast.AST]]] = []
 
     def op_swap(kind: str, i: int, new: type):
         def apply(n):
@@ -255,7 +256,10 @@ def _points(function: ast.AST) -> Iterator[tuple[ast.AST, str, int | None, ast.A
             yield parent, field, index, node, statement_line, operator, apply
 
 
-def functions(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def functions(tree: ast.Module) -> Iterator[tuple[str, FunctionNode]]:
     """(qualname, def node) for every module-level function and every method of a class, nested classes included."""
 
     def visit(body, prefix: str):
@@ -288,6 +292,7 @@ def mutants_of(path: str, source: str) -> list[SweepMutant]:
         if _uses_class_cell(function):
             continue
         for index, (_, _, _, node, statement_line, operator, apply) in enumerate(_points(function)):
+            assert isinstance(node, (ast.stmt, ast.expr))  # _changes mutates only statements and expressions
             mutated = apply(copy.deepcopy(node))
             header = getattr(node, "test", None) or getattr(node, "iter", None) if isinstance(node, ast.stmt) else None
             end = (header or node).end_lineno or statement_line
@@ -308,14 +313,14 @@ def generate(paths: Iterable[str] = TARGETS) -> list[SweepMutant]:
 # ---- applying one ----------------------------------------------------------------------------
 
 
-def _function_node(tree: ast.Module, qualname: str) -> ast.AST:
+def _function_node(tree: ast.Module, qualname: str) -> FunctionNode:
     for name, node in functions(tree):
         if name == qualname:
             return node
     raise KeyError(f"no function {qualname}")
 
 
-def mutated_function(mutant: SweepMutant, source: str) -> ast.AST:
+def mutated_function(mutant: SweepMutant, source: str) -> FunctionNode:
     """The mutant's function, as a tree with the one change made."""
     function = copy.deepcopy(_function_node(ast.parse(source), mutant.qualname))
     for index, (parent, field, position, node, _, operator, apply) in enumerate(_points(function)):
@@ -353,7 +358,9 @@ class applied:
         mutant = self.mutant
         module = importlib.import_module(mutant.module)
         function = mutated_function(mutant, self.source)
-        code = compile(ast.Module(body=[function], type_ignores=[]), module.__file__, "exec")
+        filename = module.__file__
+        assert filename is not None  # a module of the repository, imported from its file
+        code = compile(ast.Module(body=[function], type_ignores=[]), filename, "exec")
         made: dict[str, Any] = {}
         exec(code, module.__dict__, made)  # noqa: S102 - the mutant, compiled from the repository's own source
         name = function.name
@@ -444,9 +451,11 @@ def _impl_on_disk():
 
         def start(self, config: dict[str, Any]) -> None:
             super().start(config)
+            in_memory = self.controller
+            assert in_memory is not None  # ImplAdapter.start made it
             shared_memory = Path("/dev/shm")  # no real disk writes, where the system offers a memory file system
-            self.directory = tempfile.mkdtemp(prefix="kraftspec-sweep-", dir=shared_memory if shared_memory.is_dir() else None)
-            self.controller = Controller.create(self.directory, self.controller.config, 0)
+            directory = self.directory = tempfile.mkdtemp(prefix="kraftspec-sweep-", dir=shared_memory if shared_memory.is_dir() else None)
+            self.controller = Controller.create(directory, in_memory.config, 0)
 
         def step(self, event: dict[str, Any]) -> dict[str, Any]:
             return super().step(event)  # overridden, so that the replayer goes through handle()
@@ -454,10 +463,11 @@ def _impl_on_disk():
         def handle(self, event: dict[str, Any]):
             outcome = super().handle(event)
             if event["kind"] == "failover":
-                old = self.controller
+                old, directory = self.controller, self.directory
+                assert old is not None and directory is not None  # start() made both, before any event
                 old.close()
-                self.controller = Controller.open(self.directory, old.config, old.now_ms)
-                self.controller.next_seq = old.next_seq
+                reopened = self.controller = Controller.open(directory, old.config, old.now_ms)
+                reopened.next_seq = old.next_seq
             return outcome
 
         def close(self) -> None:
@@ -514,6 +524,9 @@ def run_corpus(traces, package: str) -> tuple[str, str] | None:
             except Exception as crash:  # noqa: BLE001 - a broken implementation may raise anywhere: a kill
                 return where, f"crash{on}: {_first_line(crash)}"
             if not verdict.passed:
+                # ImplAdapter reports every level and implements every profile (read() refuses an unknown
+                # one): a trace it does not pass is one it diverges from, never one it does not support
+                assert verdict.divergence is not None, verdict.not_supported
                 return where, f"step {verdict.divergence.step} ({verdict.divergence.part}{on})"
     return None
 
@@ -890,12 +903,12 @@ def sweep(
     started = time.perf_counter()
     say = progress or (lambda line: None)
     paths = list(paths)
-    equivalents = read_equivalents(equivalents_path)
+    listed = read_equivalents(equivalents_path)
     sources = {p: source_of(p) for p in paths}
     mutants = [m for p in paths for m in mutants_of(p, sources[p])]
     by_id = {m.id: m for m in mutants}
-    stale = tuple(e for e in equivalents if e.id not in by_id or by_id[e.id].change != e.change)
-    equivalents = tuple(e for e in equivalents if e not in stale and e.id in by_id)
+    stale = tuple(e for e in listed if e.id not in by_id or by_id[e.id].change != e.change)
+    equivalents = tuple(e for e in listed if e not in stale and e.id in by_id)
 
     traces, excluded, corpus_source, _ = corpus_traces(corpus)
     kept = []
@@ -956,11 +969,11 @@ def sweep(
         os.fsync(out.fileno())
 
     runnable = []
-    for m, print_ in todo:
+    for m, both_prints in todo:
         if reached[m.path].isdisjoint(range(m.statement_line, m.end_line + 1)):
-            record(SweepResult(m, Outcome("unreached", "", "unreached", "", 0.0), *print_))
+            record(SweepResult(m, Outcome("unreached", "", "unreached", "", 0.0), *both_prints))
         else:
-            runnable.append((m, print_))
+            runnable.append((m, both_prints))
     corpus_only = sum(m.id in kept_stateful for m, _ in runnable)
     say(f"{reused} results reused, {len(todo) - len(runnable)} unreached, {len(runnable)} to run on {jobs} workers"
         + (f" ({corpus_only} against the changed corpus only)" if corpus_only else "")

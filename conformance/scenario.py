@@ -86,7 +86,10 @@ class Scenario:
 
     def partition(self, name: str, index: int = 0):
         image = self.state.image
-        return image.partitions[(image.topic_named(name).topic_id, index)]
+        topic = image.topic_named(name)
+        if topic is None:
+            raise KeyError(f"no topic named {name!r}")
+        return image.partitions[(topic.topic_id, index)]
 
     def isr_entry(self, name: str, isr, index: int = 0, leader_epoch: int | None = None,
                   partition_epoch: int | None = None) -> AlterIsrPartition:

@@ -25,7 +25,9 @@ from kraftspec.model.messages import (
     AlterIsrRequest,
     AlterIsrTopic,
     AlterPartitionReassignmentsRequest,
+    BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     CreatableTopic,
     CreateTopicsRequest,
@@ -113,7 +115,7 @@ class Simulation:
         self.registration_due: dict[int, int] = {}  # a refused registration is retried after a pause
         self.shutdown_asked_at: dict[int, int] = {}
         self.incarnations: dict[int, int] = {}  # how many processes each broker id has had
-        self.own_request = None  # the request a simulated broker process is sending this step
+        self.own_request: BrokerRegistrationRequest | BrokerHeartbeatRequest | None = None  # what a simulated broker process sends this step
         self.asked: dict[int, tuple[int, UUID | None]] = {}  # request number -> (broker, incarnation)
         self.partition_count = partition_count
         self._facts = ImageFacts(self.state.image)
@@ -131,6 +133,7 @@ class Simulation:
             result = step(self.state, event)
             self.state = result.state
             if event is self.own_request:  # a simulated broker's own request: its reply goes back to it
+                assert result.seq is not None, "a request always gets a sequence number (RPC-6)"
                 self.asked[result.seq] = (event.broker_id, self.processes[event.broker_id].incarnation_id)
             self.own_request = None
             self.deliver(result)

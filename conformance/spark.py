@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
@@ -206,7 +206,7 @@ def check_seeds(seeds: Iterable[int], workload: Workload) -> Iterator[dict[str, 
         getattr(adapter, "shutdown", adapter.close)()
 
 
-def collected_every(items: Iterable[T]) -> Iterator[T]:
+def collected_every(items: Iterable[T]) -> Generator[T, None, None]:
     """``items``, one at a time, with the cyclic collector paused and run over the young objects after
     every COLLECT_EVERY of them (the whole heap, Spark's in a driver, is walked by no collection while
     they are worked on); the collector is given back as it was found when they run out or this is
@@ -242,7 +242,9 @@ def _task(workload: Workload):
         if workload.fail_first_attempt is not None and workload.fail_first_attempt[0] == index:
             from pyspark import TaskContext
 
-            if TaskContext.get().attemptNumber() == 0:
+            context = TaskContext.get()
+            assert context is not None  # run is the function of a Spark task: it runs inside one
+            if context.attemptNumber() == 0:
                 Path(workload.fail_first_attempt[1]).touch()
                 raise RuntimeError(f"kraftspec: task {index} fails on its first attempt, as the test asked")
         for seeds in ranges:
@@ -410,6 +412,7 @@ def write_divergences(summary: Summary, out: Path, limit: int = 5, progress=None
                              "report": _with_repro(failure["report"], _replay_command(original, w))})
             if index >= limit:
                 continue
+            assert adapter is not None  # made when limit is above 0, as it is here
             told = None if progress is None else (
                 lambda spent, budget, events, i=index, f=failure: progress(i, min(limit, len(summary.failures)), f,
                                                                             spent, budget, events))

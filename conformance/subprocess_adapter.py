@@ -43,7 +43,7 @@ import sys
 import time
 import weakref
 from collections import deque
-from typing import Any
+from typing import IO, Any, NoReturn
 
 from kraftspec.spec.profiles import DEFAULT_PROFILE, profile_names
 
@@ -249,7 +249,11 @@ class _Server:
         )
         self.pid = self.popen.pid
         self.max_line_bytes = max_line_bytes
-        self.stdin, self.stdout, self.stderr = (p.fileno() for p in (self.popen.stdin, self.popen.stdout, self.popen.stderr))
+        stdin, stdout, stderr = self.popen.stdin, self.popen.stdout, self.popen.stderr
+        assert stdin is not None and stdout is not None and stderr is not None  # all three are pipes (PIPE above)
+        self.stdin_pipe = stdin
+        self.pipes: tuple[IO[bytes], ...] = (stdin, stdout, stderr)
+        self.stdin, self.stdout, self.stderr = (p.fileno() for p in self.pipes)
         for fd in (self.stdin, self.stdout, self.stderr):
             os.set_blocking(fd, False)
         self.selector = selectors.DefaultSelector()
@@ -449,7 +453,7 @@ class _Server:
             if self.writing:
                 self.selector.unregister(self.stdin)
                 self.writing = False
-            self.popen.stdin.close()  # the end of its input: a server stops there too
+            self.stdin_pipe.close()  # the end of its input: a server stops there too
             while self.read_lines(deadline) is not None:  # "stopped", and anything before it, until it exits
                 pass
             self.popen.wait(max(0.0, deadline - time.monotonic()))
@@ -462,7 +466,7 @@ class _Server:
         if self.watch is not None:
             os.close(self.watch)
             self.watch = None
-        for pipe in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+        for pipe in self.pipes:
             try:
                 pipe.close()
             except OSError:
@@ -503,7 +507,7 @@ class SubprocessAdapter:
         self.profiles: tuple[str, ...] = profile_names()  # until the process says which it implements (in "started")
         self.unsupported: dict[str, list[str]] = {}  # what it declares it does not support (in "started")
         self._server: _Server | None = None
-        self._stop_server = None  # the finalizer that stops it
+        self._stop_server: weakref.finalize[[float], SubprocessAdapter] | None = None  # the finalizer that stops it
         self._plan: list[tuple[dict[str, Any], bool]] | None = None  # from prepare: each event and its committed flag
         self._sent = 0  # events of this trace written
         self._answered = 0  # answers of this trace read: the n of the next one
@@ -511,6 +515,7 @@ class SubprocessAdapter:
         self._answers: deque[tuple[Any, bytes]] = deque()  # answers read ahead: (the object or _NOT_JSON, its line)
         self._line = b""  # the line of the last answer taken, for verdicts
         self.returncode: int | None = None  # the exit status of the last process shutdown stopped
+        self.spec: str | None = None  # the --adapter value it was made for, when adapter_from_spec names it (kafka)
 
     @property
     def pid(self) -> int | None:
@@ -522,10 +527,11 @@ class SubprocessAdapter:
     def start(self, config: dict[str, Any]) -> None:
         self.close()
         timeout = self.timeout
-        if self._server is None or self._server.gone:
-            self._launch()
+        server = self._server
+        if server is None or server.gone:
+            server = self._launch()
             timeout = self.start_timeout
-        self._server.write(_encode({"type": "start", "protocol": PROTOCOL, "config": config}).encode() + b"\n")
+        server.write(_encode({"type": "start", "protocol": PROTOCOL, "config": config}).encode() + b"\n")
         answer = self._answer(timeout, "a started object", where="start")
         kind = answer.get("type")
         if kind == "error":
@@ -556,11 +562,15 @@ class SubprocessAdapter:
         state will be asked for after it; start writing events ahead."""
         if level not in self.levels:
             raise AdapterFailure(f"the implementation reports levels {', '.join(self.levels)}; it cannot be compared at level {level!r}")
-        self._plan = [(step.event, check) for step, check in zip(trace.steps, checks, strict=True)]
-        self._write_ahead()
+        server = self._server
+        if server is None or server.gone:
+            raise AdapterFailure("the implementation is not running (start it first, or it failed earlier)")
+        self._plan = plan = [(step.event, check) for step, check in zip(trace.steps, checks, strict=True)]
+        self._write_ahead(server, plan)
 
     def step(self, event: dict[str, Any]) -> dict[str, Any]:
-        if self._server is None or self._server.gone:
+        server = self._server
+        if server is None or server.gone:
             raise AdapterFailure("the implementation is not running (start it first, or it failed earlier)")
         n = self._answered
         plan = self._plan
@@ -569,9 +579,9 @@ class SubprocessAdapter:
             if n >= len(plan) or (plan[n][0] is not event and plan[n][0] != event):
                 raise ValueError(f"step {n}: not the event prepare() announced for it")
             if self._sent - n <= self.window // 2:
-                self._write_ahead()
+                self._write_ahead(server, plan)
         else:  # not told the trace: one event at a time, with the committed state
-            self._server.write(self._event_line(n, event, "state" in self.levels))
+            server.write(self._event_line(n, event, "state" in self.levels))
             self._sent += 1
         answer = self._answer(self.timeout, "a result object", n, event)
         self._answered = n + 1
@@ -609,7 +619,7 @@ class SubprocessAdapter:
     def shutdown(self) -> None:
         """Stop the process (``stop``, then a kill after ``timeout``) and reap it."""
         self.close()
-        if self._stop_server is not None:
+        if self._stop_server is not None and self._server is not None:  # _launch sets both
             self._stop_server()
             self.returncode = self._server.popen.returncode
         self._server = self._stop_server = None
@@ -620,27 +630,29 @@ class SubprocessAdapter:
     def __exit__(self, *exc) -> None:
         self.shutdown()
 
-    def _launch(self) -> None:
+    def _launch(self) -> _Server:
+        """A new process (the one before it, if any, stopped): the adapter's from now on."""
         if self._stop_server is not None:
             self._stop_server()  # reaps the failed one
         self._answers.clear()
         try:
-            self._server = _Server(self.command, self.max_line_bytes)
+            self._server = server = _Server(self.command, self.max_line_bytes)
         except OSError as problem:
             raise AdapterFailure(f"start: cannot launch {self.command!r}: {problem}") from None
-        self._stop_server = weakref.finalize(self, self._server.stop, self.timeout)
+        self._stop_server = weakref.finalize(self, server.stop, self.timeout)
+        return server
 
     def _event_line(self, n: int, event: dict[str, Any], committed: bool) -> bytes:
         return b'{"type":"event","n":%d,"committed":%s,"event":%s}\n' % (
             n, b"true" if committed else b"false", _encode(event).encode())
 
-    def _write_ahead(self) -> None:
-        """Write the planned events up to ``window`` ahead of the answers read, in one write."""
-        plan, start = self._plan, self._sent
+    def _write_ahead(self, server: _Server, plan: list[tuple[dict[str, Any], bool]]) -> None:
+        """Write the planned events (``plan``, prepare's) up to ``window`` ahead of the answers read, in one write."""
+        start = self._sent
         end = min(len(plan), self._answered + self.window)
         if end > start:
             line = self._event_line
-            self._server.write(b"".join([line(n, plan[n][0], plan[n][1]) for n in range(start, end)]))
+            server.write(b"".join([line(n, plan[n][0], plan[n][1]) for n in range(start, end)]))
             self._sent = end
 
     def _answer(self, timeout: float, expected: str, n: int | None = None, event: dict | None = None,
@@ -650,6 +662,7 @@ class SubprocessAdapter:
         JSON object. ``where``, or step ``n`` and its ``event``, say what it answers."""
         if not self._answers:
             server = self._server
+            assert server is not None  # start launched it, and step and close check it is there
             try:
                 lines = server.read_lines(time.monotonic() + timeout)
             except TimeoutError:
@@ -672,7 +685,7 @@ class SubprocessAdapter:
             self._fail(f"{where or _step(n, event)}: expected {expected}, got {quote(self._line)}")
         return answer
 
-    def _unexpected(self, n: int, event: dict[str, Any], answer: dict[str, Any]):
+    def _unexpected(self, n: int, event: dict[str, Any], answer: dict[str, Any]) -> NoReturn:
         kind = answer.get("type")
         if kind == "error":  # the process stays: it answers the events already sent, and close reads them
             raise AdapterFailure(f"{_step(n, event)}: the implementation reported an error: {answer.get('message')}")
@@ -681,7 +694,7 @@ class SubprocessAdapter:
                        "(answers must come in order, one per event)")
         self._fail(f"{_step(n, event)}: expected a result object, got type {kind!r}: {quote(self._line)}")
 
-    def _fail(self, verdict: str):
+    def _fail(self, verdict: str) -> NoReturn:
         """Kill the process (its answers can no longer be trusted to line up) and raise the verdict."""
         if self._server is not None:
             self._server.kill()

@@ -14,6 +14,7 @@ import json
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -262,7 +263,7 @@ class _Checker:
     def fail(self, field_path: str, problem: str):
         raise TraceError(self.path, self.line, field_path, problem)
 
-    def keys(self, obj: dict, required: set[str], optional: set[str] = frozenset(), where: str = "") -> None:
+    def keys(self, obj: dict, required: AbstractSet[str], optional: AbstractSet[str] = frozenset(), where: str = "") -> None:
         if obj.keys() == required or (optional and obj.keys() == required | optional):
             return
         prefix = f"{where}." if where else ""
@@ -581,7 +582,7 @@ def parse(lines: Iterable[str], path: str = "<trace>") -> Trace:
             continue
         check = _Checker(path, number)
         obj = _decode(text, check)
-        if header is None:
+        if run is None:  # the first line: the header
             header = _check_header(obj, check)
             expected, run = obj["steps"], _Run(header)
             continue

@@ -10,7 +10,7 @@ commit, the clock) belongs to the active controller and is never logged.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -77,6 +77,11 @@ class FeatureRange:
     max_level: int
 
 
+def _feature_ranges(ranges: Iterable[FeatureRange]) -> tuple[FeatureRange, ...]:
+    """The finalized features as given (any iterable of them), kept as a tuple."""
+    return tuple(ranges)
+
+
 def _check_positive(instance, attribute, value) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ConfigError(f"{_setting(attribute.name)} must be a positive integer, got {value!r}")
@@ -107,7 +112,7 @@ class Config:
     heartbeat_interval_ms: int = field(default=DEFAULT_HEARTBEAT_INTERVAL_MS, validator=_check_positive)
     session_timeout_ms: int = field(default=DEFAULT_SESSION_TIMEOUT_MS, validator=_check_positive)
     finalized_features: tuple[FeatureRange, ...] = field(
-        default=(FeatureRange("metadata.format", 1, 1),), converter=tuple
+        default=(FeatureRange("metadata.format", 1, 1),), converter=_feature_ranges
     )
     profile: str = DEFAULT_PROFILE
     params: Profile = field(init=False, eq=False, repr=False)

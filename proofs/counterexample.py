@@ -20,6 +20,7 @@ on them and says which of three things it is:
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -252,7 +253,7 @@ def reachable(inv_id: str, brokers: int, partitions: int, depth: int = 3, profil
     return None
 
 
-TRACES_TO = None
+TRACES_TO: Path | None = None
 """A folder to write the trace of every reachable counterexample to (``kraftspec prove --traces``)."""
 
 

@@ -236,9 +236,9 @@ def _event_ids(state: ControllerState, event) -> tuple[set[int], set]:
             for p in t.partitions:
                 brokers |= set(p.new_isr)
     elif isinstance(event, AlterPartitionReassignmentsRequest):
-        for t in event.topics:
-            for p in t.partitions:
-                brokers |= set(p.replicas or ())
+        for reassigned in event.topics:
+            for target in reassigned.partitions:
+                brokers |= set(target.replicas or ())
     elif isinstance(event, CreateTopicsRequest):
         for _, key, replicas, _ in _proposals(state, event):
             keys.add(key)
@@ -296,7 +296,7 @@ def _pin_params(world: World, transition: T.Transition, state: ControllerState, 
         facts += [k["broker"] == W[event.broker_id], k["incarnation"] == world.uuid(event.incarnation_id),
                   k["well_formed"] == well_formed, k["features_ok"] == (unsupported_features(state, event) is None)]
         registered = after.image.brokers.get(event.broker_id) if after is not None else None
-        if "session" in k and registered is not None:  # DEC-25: a session of the epoch it is registered with, if any
+        if "session" in k and after is not None and registered is not None:  # DEC-25: a session of the epoch it is registered with, if any
             session = after.sessions.get(event.broker_id, registered.epoch)
             facts.append(k["session"] == (session is not None))
             if session is not None:
@@ -337,18 +337,18 @@ def _pin_params(world: World, transition: T.Transition, state: ControllerState, 
         facts += [k["deleted"](c) == (key is not None and key[0] in deleted) for key, c in world.partitions.items()]
     elif isinstance(event, AlterPartitionReassignmentsRequest):
         entries = {}
-        for t in event.topics:
-            topic = state.image.topic_named(t.name)
-            for p in t.partitions:
-                key = (topic.topic_id, p.partition_index) if topic else None
-                entries.setdefault(key, []).append(p)
+        for reassigned in event.topics:
+            topic = state.image.topic_named(reassigned.name)
+            for asked in reassigned.partitions:
+                key = (topic.topic_id, asked.partition_index) if topic else None
+                entries.setdefault(key, []).append(asked)
         for key, c in world.partitions.items():
             named = entries.get(key, []) if key in state.image.partitions else []
-            once = named[0] if len(named) == 1 else None
-            target = once.replicas if once is not None else None
+            named_once = named[0] if len(named) == 1 else None
+            target = named_once.replicas if named_once is not None else None
             starts = target is not None and len(target) > 0 and len(set(target)) == len(target)
-            facts += [k["cancel"](c) == (once is not None and target is None), k["start"](c) == starts]
-            if starts:
+            facts += [k["cancel"](c) == (named_once is not None and target is None), k["start"](c) == starts]
+            if target is not None and starts:  # a target of replicas, each named once
                 facts += [k["target"](c, bc) == (b in target) for b, bc in W.items()]
                 facts += [k["target_rank"](c, W[b]) == i for i, b in enumerate(target)]
                 # REASSIGN-4, DEC-18: the model's lists, whose counts (and, in kafka, removing order) it is given
@@ -540,8 +540,8 @@ def _check_tick(before: ControllerState, event: Tick, after: ControllerState, wo
             after.image, after.leases, after.sessions, after.next_scan_ms):
         out.append(Mismatch("admits", "Tick", "loop", event, "the pieces do not add up to the model's tick"))
         return
-    for build, b, a, params in pieces:
-        mismatch = check_step(build, b, event, a, world=world, params=params, exact_log_end=False, branches=branches)
+    for build, b, a, pins in pieces:
+        mismatch = check_step(build, b, event, a, world=world, params=pins, exact_log_end=False, branches=branches)
         if mismatch:
             out.append(mismatch)
             return
@@ -655,7 +655,9 @@ def scripted_samples(profile: str = DEFAULT_PROFILE) -> Iterator[tuple[Controlle
         return AlterPartitionReassignmentsRequest((ReassignableTopic(name, (ReassignablePartition(0, target),)),))
 
     def alter_isr(name: str, isr: tuple[int, ...]):
-        p = current.image.partitions[current.image.topic_named(name).topic_id, 0]
+        named = current.image.topic_named(name)
+        assert named is not None, f"the script alters the ISR of topic {name}, which it has not created"
+        p = current.image.partitions[named.topic_id, 0]
         entry = AlterIsrPartition(0, p.leader_epoch, isr, p.partition_epoch)
         return AlterIsrRequest(p.leader, epoch(p.leader), (AlterIsrTopic(p.topic_id, (entry,)),))
 

@@ -413,7 +413,7 @@ def obligations(invariant_ids: tuple[str, ...] | None = None, timeout_ms: int = 
 
     from .counterexample import explain as explain_failure
 
-    explain = partial(explain_failure, classify_it=explain)
+    describe = partial(explain_failure, classify_it=explain)  # a failed obligation's detail
 
     chosen = profiles(profile_names)
     s = session_timeout()
@@ -427,11 +427,11 @@ def obligations(invariant_ids: tuple[str, ...] | None = None, timeout_ms: int = 
             claims = [CLAUSES[inv_id](init, s, params) for params in chosen]
             if len(chosen) > 1 and _same(claims):
                 outcome = prove([config_ok(s), initial(init)], claims[0], timeout_ms)
-                out.append(_obligation(inv_id, "init", outcome, explain, init, None, "", chosen[0], ALL_PROFILES))
+                out.append(_obligation(inv_id, "init", outcome, describe, init, None, "", chosen[0], ALL_PROFILES))
                 continue
             for params, claim in zip(chosen, claims, strict=True):
                 outcome = prove([config_ok(s), initial(init)], claim, timeout_ms)
-                out.append(_obligation(inv_id, "init", outcome, explain, init, None, "", params, params.name))
+                out.append(_obligation(inv_id, "init", outcome, describe, init, None, "", params, params.name))
 
     for name, build in BUILDERS.items():
         having = [params for params in chosen if name in builders(params)]  # the profiles with this transition
@@ -450,12 +450,12 @@ def obligations(invariant_ids: tuple[str, ...] | None = None, timeout_ms: int = 
                 base = [config_ok(s), common_invariant(pre, s, having, mid_tick), *built[0].axioms]
                 outcome = _prove_branches(base, each[0], pre, s, timeout_ms)
                 if outcome.proved:
-                    out.append(_obligation(inv_id, name, outcome, explain, pre, built[0], "", having[0], ALL_PROFILES))
+                    out.append(_obligation(inv_id, name, outcome, describe, pre, built[0], "", having[0], ALL_PROFILES))
                     continue
             for transition, params, claims in zip(built, having, each, strict=True):
                 base = [config_ok(s), invariant(pre, s, params, mid_tick), *transition.axioms]
                 outcome = _prove_branches(base, claims, pre, s, timeout_ms)
-                out.append(_obligation(inv_id, name, outcome, explain, pre, transition, outcome.branch, params,
+                out.append(_obligation(inv_id, name, outcome, describe, pre, transition, outcome.branch, params,
                                        params.name))
         for transition, params in zip(built, having, strict=True):
             base = [config_ok(s), invariant(pre, s, params, mid_tick), *transition.axioms]

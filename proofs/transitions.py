@@ -354,6 +354,7 @@ def heartbeat(pre: View, s, params: Profile) -> Transition:
         return post.with_(soff=update(post.soff, x, post.log_end - 1))
 
     asks = z3.And(active, z3.Not(in_shutdown), z3.Not(want_fence), want_shut_down)
+    shutdown: tuple[Branch, ...]  # one branch, or two when the grant waits for leadership to move
     if params.shutdown_grant == "when-leading-nothing":
         shutdown = (  # every leadership moved or given up, then fenced in the same batch
             answered("shutdown", asks,

@@ -120,6 +120,19 @@ def test_shrink_writes_a_shorter_trace_that_still_fails(tmp_path):
     assert "steps ->" in out
 
 
+def test_shrink_refuses_a_trace_the_adapter_does_not_support(tmp_path, monkeypatch):
+    """A replay the adapter declares it cannot do (here: a level it does not report) fails without
+    diverging: there is nothing to shrink, which is said, rather than a crash on the missing divergence."""
+    from kraftspec.conformance import adapters
+
+    run("generate", "--seeds", "3", "--steps", "20", "--out", str(tmp_path))
+    [path] = tmp_path.glob("*.jsonl")
+    monkeypatch.setattr(adapters.ImplAdapter, "levels", ("responses",))
+    code, out, err = run("shrink", str(path), "--adapter", "impl", "--level", "records")
+    assert (code, out) == (2, "")
+    assert err == f"kraftspec: error: {path}: impl does not support level records (it reports responses): nothing to shrink\n"
+
+
 # ---- behaviour profiles ------------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 from kraftspec.conformance.adapters import ImplAdapter
 from kraftspec.spec.profiles import profile_names
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout carries the protocol only: anything printed goes to stderr
     controller = ImplAdapter()
+    answer: dict[str, Any] | str  # a str: a fault's own line (see misbehave)
     for line in sys.stdin.buffer:
         try:
             message = json.loads(line)

@@ -250,7 +250,10 @@ LEDGER: dict[str, Callable[[], Scenario]] = {
 
 def ledger_trace(name: str) -> Trace:
     scenario = LEDGER[name]()
-    return scripted(name, scenario, kind="kafka-ledger").with_description(" ".join(LEDGER[name].__doc__.split()))
+    doc = LEDGER[name].__doc__
+    if doc is None:
+        raise ValueError(f"ledger scenario {name} has no docstring, which is its trace's description")
+    return scripted(name, scenario, kind="kafka-ledger").with_description(" ".join(doc.split()))
 
 
 def main(argv: list[str]) -> int:
