@@ -10,25 +10,26 @@ once on standard error) until ``kraftspec compile`` is run again. Nothing else c
 to read beside the spec stay the files that run, and a compiled run writes the same traces, byte
 for byte, as a plain one (tests/test_compiled.py).
 
-Beside some of impl's modules, and beside the walk generator's simulation, lies a Cython declaration
-file (``impl/leases.pxd`` beside ``impl/leases.py``, ``conformance/simulation.pxd``, ...), which
-plain Python never reads. It declares that module's slotted classes as extension types whose
-attributes are Python objects, as their ``__slots__`` are, so that compiled code reads and writes
-them as fields of a C struct rather than through a lookup by name; and, for the functions and
-methods of the request path, which of their variables (and of the controller's and the state's
-attributes) hold one of impl's own objects (the ``Controller``, a ``Lease``, a ``Partition``, ...),
-so that compiled code reaches that object's fields and methods directly; and which of them only ever
-hold a dict, a list, a set, a tuple or bytes (the indexes, the leases, the journal's open batch, a
-snapshot's frames), so that compiled code calls that container's methods, or indexes and slices it,
-directly rather than through a lookup by name; and, in the loops that read a snapshot's bytes, which
-variables are C integers (positions and lengths within a batch, which are far below the C type's
-limits, so they hold the values plain Python's ints would). Such a variable only ever holds an
-object impl made, of that class or container (or None, checked as plain Python checks it: the build
-sets ``nonecheck``), so the compiled code accepts and returns what the plain code does; only a test
-that put an object of another class there (none does, compiled) would see a TypeError. The
-declaration files are part of the build key, as the sources are. A function declared there must not
-hold a closure (a generator expression, a lambda), which Cython does not compile in such functions:
-impl writes list comprehensions there instead.
+Beside some of impl's modules, and beside the walk generator's simulation and its faults, lies a
+Cython declaration file (``impl/leases.pxd`` beside ``impl/leases.py``,
+``conformance/simulation.pxd``, ``conformance/generate.pxd``, ...), which plain Python never reads.
+It declares that module's slotted classes as extension types whose attributes are Python objects, as
+their ``__slots__`` are, so that compiled code reads and writes them as fields of a C struct rather
+than through a lookup by name; and, for the functions and methods of the request path, which of
+their variables (and of the controller's and the state's attributes) hold one of impl's own objects
+(the ``Controller``, a ``Lease``, a ``Partition``, ...), so that compiled code reaches that object's
+fields and methods directly; and which of them only ever hold a dict, a list, a set, a tuple or
+bytes (the indexes, the leases, the journal's open batch, a snapshot's frames), so that compiled
+code calls that container's methods, or indexes and slices it, directly rather than through a lookup
+by name; and, in the loops that read a snapshot's bytes, which variables are C integers (positions
+and lengths within a batch, which are far below the C type's limits, so they hold the values plain
+Python's ints would). Such a variable only ever holds an object impl made, of that class or
+container (or None, checked as plain Python checks it: the build sets ``nonecheck``), so the
+compiled code accepts and returns what the plain code does; only a test that put an object of
+another class there (none does, compiled) would see a TypeError. The declaration files are part of
+the build key, as the sources are. A function declared there must not hold a closure (a generator
+expression, a lambda), which Cython does not compile in such functions: impl writes list
+comprehensions there instead.
 
 Some functions are in no source file: impl's message classes and codecs, the model state's copiers
 and the traces' JSON converters are written as source text when a class is made or first used, and

@@ -89,6 +89,8 @@ def record_results(config: Config, results: Iterable, generator: dict[str, Any],
 class FaultySimulation(Simulation):
     """The simulated cluster with faults, each enabled or not by the swarm draw."""
 
+    __slots__ = ("faults", "sent_heartbeats", "old_epochs", "views", "seen", "unregistered")  # generate.pxd declares them too
+
     def __init__(self, seed: int, broker_count: int, partition_count: int, faults: frozenset[str], config: Config):
         super().__init__(seed, broker_count, partition_count, config)
         self.faults = faults
