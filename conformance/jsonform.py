@@ -216,17 +216,20 @@ def cached_text_uuid(text: str) -> UUID:
     return value
 
 
-_TO_JSON: dict[tuple[type, int, str], Callable[[Any], dict]] = {}
+_TO_JSON: dict[tuple[type, int, str | None], Callable[[Any], dict]] = {}
 
 
 def compiled_to_json(cls: type, version: int, name: str | None = None) -> Callable[[Any], dict]:
-    """A function turning an instance of ``cls`` into its neutral form at ``version``."""
-    key = (cls, version, name or qualified_name(cls))
+    """A function turning an instance of ``cls`` into its neutral form at ``version``, in the schema
+    ``name`` (by default the class's own, qualified_name). Kept by the arguments as given: the
+    default name is worked out once, not at every call."""
+    key = (cls, version, name)
     function = _TO_JSON.get(key)
     if function is None:
+        schema = name or qualified_name(cls)
         namespace: dict[str, Any] = {"uuid_text": cached_uuid_text, "b64": base64.b64encode}
-        source = _to_json_source("convert", schema_of(key[2])["fields"], version, cls, namespace, [0])
-        define(source, namespace, f"kraftspec.conformance.jsonform to_json {key[2]} v{version}")
+        source = _to_json_source("convert", schema_of(schema)["fields"], version, cls, namespace, [0])
+        define(source, namespace, f"kraftspec.conformance.jsonform to_json {schema} v{version}")
         function = _TO_JSON[key] = namespace["convert"]
     return function
 
