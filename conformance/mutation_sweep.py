@@ -907,8 +907,9 @@ def sweep(
     sources = {p: source_of(p) for p in paths}
     mutants = [m for p in paths for m in mutants_of(p, sources[p])]
     by_id = {m.id: m for m in mutants}
-    stale = tuple(e for e in listed if e.id not in by_id or by_id[e.id].change != e.change)
-    equivalents = tuple(e for e in listed if e not in stale and e.id in by_id)
+    swept = [e for e in listed if e.id.split(":", 1)[0] in sources]  # the entries of other files wait for their sweep
+    stale = tuple(e for e in swept if e.id not in by_id or by_id[e.id].change != e.change)
+    equivalents = tuple(e for e in swept if e not in stale)
 
     traces, excluded, corpus_source, _ = corpus_traces(corpus)
     kept = []

@@ -16,16 +16,25 @@ from kraftspec.impl.messages import (
     MESSAGE_CLASSES,
     RECORD_CLASSES_OF,
     BrokerHeartbeatRequest,
+    BrokerRegistrationChangeRecord,
     BrokerRegistrationRequest,
     CreateTopicsRequest,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
+    KafkaFeatureLevelRecord,
+    KafkaRegisterBrokerRecord,
     PartitionChangeRecord,
     PartitionRecord,
+    RegisterBrokerRecord,
     RemoveTopicRecord,
     Struct,
     TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
     UnregisterBrokerRequest,
 )
 from kraftspec.impl.replication import Partition, ReplicationControl, Topic
+from kraftspec.impl.state import MetadataState
 
 T = UUID(int=7)
 FEATURES = (BrokerRegistrationRequest.Feature(name="metadata.format", min_supported_version=1, max_supported_version=1),)
@@ -108,6 +117,68 @@ def test_journal_keeps_before_images_per_batch_until_commit():
     assert journal.committed_image("a") == 3
     journal.commit(9)
     assert journal.committed_image("a", missing="live") == "live"
+
+
+# ---- registrations and features ---------------------------------------------------------------
+
+def kafka_registration(broker_id: int, epoch: int):
+    return KafkaRegisterBrokerRecord(broker_id=broker_id, incarnation_id=UUID(int=broker_id), broker_epoch=epoch,
+                                     fenced=True, in_controlled_shutdown=False)
+
+
+def test_replay_says_whether_each_registration_record_applied():
+    """LOG-13: a record that does not apply (a stale epoch, an unknown broker) changes nothing, and
+    replay says False; in both record formats (DEC-22)."""
+    state = MetadataState()
+    seed_register = RegisterBrokerRecord(broker_id=1, incarnation_id=UUID(int=1), broker_epoch=4)
+    assert state.replay(seed_register) is True and state.replay(kafka_registration(2, 5)) is True
+    change = BrokerRegistrationChangeRecord
+    assert state.replay(change(broker_id=2, broker_epoch=5, fenced=-1, in_controlled_shutdown=0)) is True
+    assert state.cluster.is_active(2)
+    for stale in (change(broker_id=2, broker_epoch=4, fenced=1, in_controlled_shutdown=1),
+                  change(broker_id=9, broker_epoch=5, fenced=1, in_controlled_shutdown=0)):
+        assert state.replay(stale) is False and state.cluster.replay_registration_change(stale) is False
+    assert state.cluster.is_active(2) and not state.cluster.brokers[2].in_controlled_shutdown
+    assert state.replay(change(broker_id=2, broker_epoch=5, fenced=1, in_controlled_shutdown=1)) is True
+    assert not state.cluster.is_active(2) and state.cluster.brokers[2].in_controlled_shutdown
+    assert state.replay(FenceBrokerRecord(broker_id=1, broker_epoch=3)) is False
+    assert state.replay(UnfenceBrokerRecord(broker_id=1, broker_epoch=4)) is True
+    assert state.replay(FeatureLevelRecord(name="metadata.format", min_feature_level=1, max_feature_level=1)) is True
+    assert state.replay(KafkaFeatureLevelRecord(name="metadata.version", feature_level=16)) is True
+    assert state.replay(UnregisterBrokerRecord(broker_id=1, broker_epoch=3)) is False
+    assert state.replay(UnregisterBrokerRecord(broker_id=1, broker_epoch=4)) is True
+
+
+def test_a_broker_is_active_only_while_registered_and_unfenced():
+    """PART-3: a registration starts fenced (REG-8); unfenced it is active, fenced again or gone it is not."""
+    state = MetadataState()
+    assert not state.cluster.is_active(3)
+    state.replay(kafka_registration(3, 7))
+    assert not state.cluster.is_active(3)
+    state.replay(UnfenceBrokerRecord(broker_id=3, broker_epoch=7))
+    assert state.cluster.is_active(3)
+    state.replay(FenceBrokerRecord(broker_id=3, broker_epoch=7))
+    assert not state.cluster.is_active(3)
+
+
+def test_a_failover_puts_uncommitted_feature_levels_back():
+    """LOG-10, LOG-17: feature levels written by uncommitted batches are undone, in both record
+    formats, back to the committed level or to none."""
+    state = MetadataState()
+    seed_level, kafka_level = FeatureLevelRecord, KafkaFeatureLevelRecord
+    state.journal.open_batch()
+    state.replay(seed_level(name="metadata.format", min_feature_level=1, max_feature_level=1))
+    state.replay(kafka_level(name="metadata.version", feature_level=15))
+    state.journal.close_batch(2)
+    state.journal.commit(2)
+    state.journal.open_batch()
+    state.replay(seed_level(name="metadata.format", min_feature_level=1, max_feature_level=2))
+    state.replay(kafka_level(name="metadata.version", feature_level=16))
+    state.replay(kafka_level(name="group.version", feature_level=1))
+    state.journal.close_batch(5)
+    assert state.cluster.features == {"metadata.format": (1, 2), "metadata.version": (16, 16), "group.version": (1, 1)}
+    state.undo_uncommitted()
+    assert state.cluster.features == {"metadata.format": (1, 1), "metadata.version": (15, 15)}
 
 
 # ---- the partition index ----------------------------------------------------------------------
