@@ -687,6 +687,25 @@ def test_sweep_replays_the_corpus_against_impl_with_its_log_on_disk():
     assert ms.run_corpus(traces, "impl") is None
 
 
+def test_a_sweep_of_some_files_judges_only_their_equivalent_entries(tmp_path):
+    """An entry of a file left out of the sweep is neither stale nor counted; one of a swept file
+    that names no current mutant is stale."""
+    from kraftspec.conformance import mutation_sweep as ms
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    first = sorted(CORPUS.glob("*.jsonl"))[0]
+    (corpus / first.name).write_bytes(first.read_bytes())
+    listed = tmp_path / "equivalents.toml"
+    listed.write_text(
+        '[[equivalent]]\nid = "impl/leases.py:Lease.__init__:9"\nchange = "self.version = 0 -> pass"\nreason = "elsewhere"\n\n'
+        '[[equivalent]]\nid = "impl/state.py:MetadataState.replay:0"\nchange = "no such change"\nreason = "stale"\n')
+    report = ms.sweep(["impl/state.py"], corpus=corpus, examples=2, jobs=1, results_path=tmp_path / "results.jsonl",
+                      equivalents_path=listed)
+    assert [e.id for e in report.stale_equivalents] == ["impl/state.py:MetadataState.replay:0"]
+    assert report.equivalents == ()
+
+
 def test_sweep_keeps_the_stateful_column_when_only_the_corpus_changed(tmp_path):
     """A second sweep after a trace was added runs the corpus check again and reuses the stateful one."""
     from kraftspec.conformance import mutation_sweep as ms
