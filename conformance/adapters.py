@@ -36,7 +36,10 @@ class Adapter(Protocol):
     """What the replayer needs from a system under test."""
 
     name: str
-    levels: tuple[str, ...]  # the comparison levels it can report (spec/traces.md)
+
+    @property
+    def levels(self) -> tuple[str, ...]: ...  # the comparison levels it can report (spec/traces.md), only read
+
     # optional: profiles: tuple[str, ...], the behaviour profiles it implements (spec/profiles.toml);
     # a trace of another profile is reported not supported. An adapter without it is given any trace.
 

@@ -80,10 +80,6 @@ class _Watched:
     def levels(self) -> tuple[str, ...]:  # a server says what it reports when it starts
         return self.adapter.levels
 
-    @levels.setter
-    def levels(self, levels: tuple[str, ...]) -> None:  # the Adapter protocol declares levels a settable attribute
-        self.adapter.levels = levels
-
     @property
     def unsupported(self):  # and what it does not support
         return getattr(self.adapter, "unsupported", None) or {}
