@@ -164,7 +164,7 @@ def _guards(out, failures) -> list[dict]:
     from kraftspec.proofs import guards
 
     print("\nguard removed         transition                    profile   must break  result", file=out)
-    rows: list[dict] = []  # one a removal, as the JSON report has it
+    rows: list[dict] = []  # one for each guard removed, as the JSON report has them
     for removal, obligation in guards.run(explain=False):
         caught = guards.killed(obligation)
         print(f"{removal.guard:20}  {removal.transition:28}  {obligation.profile:8}  {removal.breaks:10}  "
