@@ -25,7 +25,7 @@ from kraftspec.model.controller import StepResult
 from kraftspec.model.formats import FORMATS as MODEL_FORMATS
 from kraftspec.model.formats import record_version
 from kraftspec.model.framing import encode_record as model_encode_record
-from kraftspec.model.log import snapshot_records
+from kraftspec.model.log import part_records, snapshot_parts, snapshot_records
 from kraftspec.model.state import ControllerState
 from kraftspec.spec.profiles import DEFAULT_PROFILE, profile, profile_names
 
@@ -199,21 +199,48 @@ class ModelAdapter:
         self.state = None
 
 
-def committed_of(state, known: dict | None = None) -> list[dict[str, Any]]:
+def committed_of(state) -> list[dict[str, Any]]:
     """The neutral committed state of a model state: its minimal records (LOG-11), each in the
-    version its record formats write it at (DEC-22). ``known``, if given, maps records already
-    converted to their neutral form, which is then reused (the same object) rather than built again:
-    from one commit to the next most records stay as they were."""
-    records = snapshot_records(state.committed_image, state.config.params.record_formats)
-    if known is None:
-        return [{"type": type(r).__name__, "data": fast_to_json(r, record_version(r))} for r in records]
-    out = []
-    for r in records:
-        form = known.get(r)
-        if form is None:
-            form = known[r] = {"type": type(r).__name__, "data": fast_to_json(r, record_version(r))}
-        out.append(form)
-    return out
+    version its record formats write it at (DEC-22)."""
+    return [_committed_form(r) for r in snapshot_records(state.committed_image, state.config.params.record_formats)]
+
+
+class CommittedForms:
+    """The neutral committed states of the successive states of one model run, as committed_of
+    gives them, with the forms of what did not change reused (the same objects), which a trace then
+    shares among the steps that hold them. The committed image's parts (snapshot_parts: its
+    features, brokers, topics and partitions) are immutable and shared by one image and the next
+    while they do not change, so each part is converted once, by its identity; a new part's
+    records that were seen before (a failover rebuilds the whole image; a broker unfenced keeps
+    its registration) reuse their forms. Each part kept stays alive, so no other object can take
+    its identity."""
+
+    __slots__ = ("by_part", "by_record")
+
+    def __init__(self) -> None:
+        self.by_part: dict[int, tuple[object, list[dict[str, Any]]]] = {}
+        self.by_record: dict[object, dict[str, Any]] = {}
+
+    def of(self, state) -> list[dict[str, Any]]:
+        say = MODEL_FORMATS[state.config.params.record_formats]
+        by_part, by_record = self.by_part, self.by_record
+        out: list[dict[str, Any]] = []
+        for part in snapshot_parts(state.committed_image):
+            entry = by_part.get(id(part))
+            if entry is None:
+                forms = []
+                for record in part_records(part, say):
+                    form = by_record.get(record)
+                    if form is None:
+                        form = by_record[record] = _committed_form(record)
+                    forms.append(form)
+                entry = by_part[id(part)] = (part, forms)
+            out.extend(entry[1])
+        return out
+
+
+def _committed_form(record) -> dict[str, Any]:
+    return {"type": type(record).__name__, "data": fast_to_json(record, record_version(record))}
 
 
 @functools.cache

@@ -39,7 +39,7 @@ from kraftspec.model.messages import (
 from kraftspec.model import Failover
 from kraftspec.model.state import Partition
 
-from .adapters import ModelAdapter, committed_of, config_json, event_json, outputs_of
+from .adapters import CommittedForms, ModelAdapter, config_json, event_json, outputs_of
 from .simulation import TOPIC, Simulation, features_of, older_features
 from .trace import Header, Step, Trace
 
@@ -68,13 +68,13 @@ def record_results(config: Config, results: Iterable, generator: dict[str, Any],
     steps = []
     previous = None
     last_offset = None
-    known: dict = {}  # committed records already in their neutral form, shared by the steps that hold them
+    committed_forms = CommittedForms()  # forms shared by the steps that hold them
     last_image = None  # the committed image ``previous`` was written from
     for n, (event, result) in enumerate(results):
         committed = None
         state = result.state
         if (n == 0 or state.committed_offset != last_offset or isinstance(event, Failover)) and state.committed_image is not last_image:
-            current = committed_of(state, known)
+            current = committed_forms.of(state)
             if current != previous:
                 committed = tuple(current)
                 previous = current

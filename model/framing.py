@@ -98,12 +98,24 @@ def uvarint(value: int) -> bytes:
             return bytes(out)
 
 
+_SCHEMAS: dict[type, dict[str, Any]] = {}
+
+
+def record_schema_of(cls: type) -> dict[str, Any]:
+    """The schema of the record class ``cls``, in the record formats it belongs to: Kafka's for
+    the classes of kafka_records.py, which name them, seed 000's for the others (DEC-22)."""
+    schema = _SCHEMAS.get(cls)
+    if schema is None:
+        schema = _SCHEMAS[cls] = record_schema(cls.__name__, getattr(cls, "FORMATS", "seed-000"))
+    return schema
+
+
 def encode_record(record: Record, version: int | None = None, frame_type: int = FRAME_TYPE) -> bytes:
     """LOG-2: frame type, record type, version (by default the one the record's formats write it
     at), then the payload (LOG-3)."""
     cite("LOG-2")
     cls = type(record)
-    schema = record_schema(cls.__name__, getattr(cls, "FORMATS", "seed-000"))
+    schema = record_schema_of(cls)
     version = record_version(record) if version is None else version
     header = uvarint(frame_type) + uvarint(cls.API_KEY) + uvarint(version)
     return header + _encode_struct(record, schema["fields"], version)

@@ -3,18 +3,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .errors import Error
 from .heartbeat import scan_delay_ms
 from .messages import Request, Response, error_response
-from .formats import FORMATS, Registration, formats_of
+from .formats import FORMATS, RecordFormats, Registration, formats_of
 from . import kafka_records as kafka
 from .records import PartitionRecord, Record, RegisterBrokerRecord
 from .replay import replay_all
 from .rules import cite, reject
 from .sessions import SessionTable, registration_order
-from .state import Batch, Config, ControllerState, Lease, MetadataImage, PendingReply, Reply, Snapshot
+from .state import (Batch, BrokerRegistration, Config, ControllerState, FeatureRange, Lease, MetadataImage, Partition,
+                    PendingReply, Reply, Snapshot, Topic)
 
 
 REGISTRATION_RECORDS = (RegisterBrokerRecord, kafka.RegisterBrokerRecord)
@@ -145,34 +146,51 @@ def failover(state: ControllerState) -> tuple[ControllerState, tuple[Reply, ...]
     return state, replies
 
 
+SnapshotPart = dict[str, FeatureRange] | BrokerRegistration | Topic | Partition
+
+
+def snapshot_parts(image: MetadataImage) -> Iterator[SnapshotPart]:
+    """LOG-11: what a snapshot of ``image`` writes records for, in its fixed order: the finalized
+    features, the brokers by id, then each topic by name, followed by its partitions by index."""
+    yield image.features
+    for broker_id in sorted(image.brokers):
+        yield image.brokers[broker_id]
+    for topic in sorted(image.topics.values(), key=lambda t: t.name):
+        yield topic
+        yield from image.partitions_of(topic.topic_id)
+
+
+def part_records(part: SnapshotPart, say: RecordFormats) -> tuple[Record, ...]:
+    """LOG-11: the records that give one part of a snapshot (snapshot_parts), in the record
+    formats ``say`` (DEC-22)."""
+    if isinstance(part, Partition):
+        return (
+            PartitionRecord(  # REASSIGN-11: the reassignment lists are hard state, kept here
+                partition_id=part.partition_id,
+                topic_id=part.topic_id,
+                replicas=part.replicas,
+                isr=part.isr,
+                removing_replicas=part.removing_replicas,
+                adding_replicas=part.adding_replicas,
+                leader=part.leader,
+                leader_epoch=part.leader_epoch,
+                partition_epoch=part.partition_epoch,
+            ),
+        )
+    if isinstance(part, Topic):
+        return (say.topic(part.name, part.topic_id),)
+    if isinstance(part, BrokerRegistration):
+        return say.registration(Registration(part.broker_id, part.incarnation_id, part.epoch, part.end_points, part.features,
+                                             part.rack, fenced=part.fenced, in_controlled_shutdown=part.in_controlled_shutdown))
+    return say.finalized((name, f.min_level, f.max_level) for name, f in part.items())
+
+
 def snapshot_records(image: MetadataImage, formats: str = "seed-000") -> tuple[Record, ...]:
     """LOG-11: the minimal records that give ``image``, in a fixed order, in the record formats
     named ``formats`` (DEC-22)."""
     cite("LOG-11")
     say = FORMATS[formats]
-    records: list[Record] = list(say.finalized((n, f.min_level, f.max_level) for n, f in image.features.items()))
-    for broker_id in sorted(image.brokers):
-        b = image.brokers[broker_id]
-        registration = Registration(b.broker_id, b.incarnation_id, b.epoch, b.end_points, b.features, b.rack,
-                                    fenced=b.fenced, in_controlled_shutdown=b.in_controlled_shutdown)
-        records.extend(say.registration(registration))
-    for topic in sorted(image.topics.values(), key=lambda t: t.name):
-        records.append(say.topic(topic.name, topic.topic_id))
-        for p in image.partitions_of(topic.topic_id):
-            records.append(
-                PartitionRecord(  # REASSIGN-11: the reassignment lists are hard state, kept here
-                    partition_id=p.partition_id,
-                    topic_id=p.topic_id,
-                    replicas=p.replicas,
-                    isr=p.isr,
-                    removing_replicas=p.removing_replicas,
-                    adding_replicas=p.adding_replicas,
-                    leader=p.leader,
-                    leader_epoch=p.leader_epoch,
-                    partition_epoch=p.partition_epoch,
-                )
-            )
-    return tuple(records)
+    return tuple(record for part in snapshot_parts(image) for record in part_records(part, say))
 
 
 def take_snapshot(state: ControllerState) -> ControllerState:

@@ -15,9 +15,7 @@ from uuid import UUID
 
 from attrs import frozen
 
-from kraftspec.spec.schemas import record_schema
-
-from .framing import snake_case
+from .framing import record_schema_of, snake_case
 from .messages import UnregisterBrokerRequest
 from .kafka_records import BrokerFeature as KafkaBrokerFeature
 from .records import BrokerFeature, Record
@@ -352,7 +350,7 @@ def dump_payload(record: Record, version: int = 0) -> str:
     """TOOL-4: ``payload: {"type":...,"version":...,"data":...}`` as the decoder prints it."""
     cite("TOOL-4")
     cls = type(record)
-    schema = record_schema(cls.__name__, getattr(cls, "FORMATS", "seed-000"))  # the record's formats (DEC-22)
+    schema = record_schema_of(cls)  # the record's formats (DEC-22)
     payload = {"type": _record_type_name(schema["name"]), "version": version, "data": _json_struct(record, schema["fields"])}
     return "payload: " + json.dumps(payload, separators=(",", ":"))
 

@@ -71,6 +71,32 @@ def test_impl_and_the_model_replay_generated_walks_at_every_level(seed):
             assert verdict.passed, verdict.report()
 
 
+@pytest.mark.parametrize("profile", ["kip-631", "kafka"])
+def test_the_committed_state_built_part_by_part_is_the_snapshots_and_reuses_what_did_not_change(profile):
+    """LOG-11: a recorded trace's committed state, converted part by part with the forms of what
+    did not change reused, is the minimal records of the snapshot, in its order; after a failover,
+    which rebuilds every part, the forms are those of before."""
+    from kraftspec.conformance.adapters import CommittedForms, committed_of
+    from kraftspec.conformance.generate import FaultySimulation
+    from kraftspec.model import Config, Failover
+
+    simulation = FaultySimulation(7, 4, 3, frozenset({"failover", "commit-delay"}), Config.for_profile(profile))
+    forms = CommittedForms()
+    previous: list = []
+    reused = failovers = most = 0
+    for _note, event, result in simulation.steps(200):
+        built = forms.of(result.state)
+        most = max(most, len(built))
+        assert built == committed_of(result.state)
+        same = sum(any(form is old for old in previous) for form in built)
+        if isinstance(event, Failover) and built == previous:
+            assert same == len(built)  # every part rebuilt, none converted again
+            failovers += 1
+        reused += same
+        previous = built
+    assert reused > 0 and failovers > 0 and most > 6  # the walk went on to brokers, a topic and its partitions
+
+
 def test_a_divergence_is_reported_with_step_event_diff_rules_and_a_command(tmp_path):
     trace = walk(2, 60)
     lines = trace.lines()
