@@ -344,9 +344,14 @@ def build(into: Path | None = None, jobs: int | None = None, out=sys.stdout) -> 
     print(f"built {len(modules)} modules and {len(written)} functions written at run time in {time.monotonic() - started:.0f} s: "
           f"{directory}", file=out)
     removed = prune(root, directory)
-    if removed:
-        print(f"removed {len(removed)} older build(s) from {root}, {sum(size for _, size in removed) / 1e6:.0f} MB "
+    older = [size for path, size in removed if not path.name.startswith(".building-")]
+    unfinished = [size for path, size in removed if path.name.startswith(".building-")]
+    if older:
+        print(f"removed {len(older)} older build(s) from {root}, {sum(older) / 1e6:.0f} MB "
               f"(it keeps the {BUILDS_KEPT} newest)", file=out)
+    if unfinished:
+        print(f"removed {len(unfinished)} unfinished build(s) from {root}, {sum(unfinished) / 1e6:.0f} MB, "
+              "left by a compile that was stopped", file=out)
     return directory
 
 
@@ -356,14 +361,23 @@ of the sources does not compile each again, while a build per edit does not pile
 80 MB)."""
 
 
-def prune(root: Path, current: Path, kept: int = BUILDS_KEPT) -> list[tuple[Path, int]]:
-    """Remove the builds in ``root`` beyond the ``kept`` newest, ``current`` always among those kept;
-    each one removed, with the bytes it held. A build is a directory named by a build key and
-    holding a manifest; nothing else in ``root`` is touched."""
+UNFINISHED_AFTER_S = 3600
+"""How long a build's staging directory (``.building-*``) may go untouched before :func:`prune`
+takes it for one left by a compile that was stopped (a build writes into it for a few minutes)."""
+
+
+def prune(root: Path, current: Path, kept: int = BUILDS_KEPT, now: float | None = None) -> list[tuple[Path, int]]:
+    """Remove the builds in ``root`` beyond the ``kept`` newest, ``current`` always among those kept,
+    and the staging directories of builds that were stopped (nothing in them changed for
+    UNFINISHED_AFTER_S); each one removed, with the bytes it held. A build is a directory named by
+    a build key and holding a manifest; nothing else in ``root`` is touched."""
     builds = [d for d in root.iterdir() if d != current and re.fullmatch(r"[0-9a-f]{20}", d.name) and (d / MANIFEST).is_file()]
     builds.sort(key=lambda d: (d / MANIFEST).stat().st_mtime, reverse=True)
+    now = time.time() if now is None else now
+    unfinished = [d for d in root.iterdir() if d.name.startswith(".building-") and d.is_dir()
+                  and now - max([d.stat().st_mtime] + [f.stat().st_mtime for f in d.rglob("*")]) > UNFINISHED_AFTER_S]
     removed = []
-    for build in builds[max(kept - 1, 0):]:
+    for build in builds[max(kept - 1, 0):] + unfinished:
         size = sum(f.stat().st_size for f in build.rglob("*") if f.is_file())
         shutil.rmtree(build, ignore_errors=True)
         removed.append((build, size))
@@ -572,7 +586,7 @@ def add_parser(commands) -> None:
         "from exactly the installed sources, with the installed releases of attrs and Cython (after a change "
         "to any of them, it runs plain Python and says so, until you compile again). A compiled run gives the same traces and verdicts as a plain one, byte for byte; "
         f"it is only faster. Of the builds in the cache directory, the {BUILDS_KEPT} newest are kept and older ones "
-        "removed. Needs Cython and setuptools (pip install 'kraftspec[compiled]'), a C compiler and "
+        "removed, as is what a compile that was stopped left there. Needs Cython and setuptools (pip install 'kraftspec[compiled]'), a C compiler and "
         "Python's C headers.",
         epilog=f"Example: kraftspec compile && {ENABLE}=1 kraftspec conform --traces 100000",
     )

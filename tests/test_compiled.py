@@ -355,9 +355,31 @@ def test_a_new_build_leaves_the_newest_builds_and_removes_older_ones(tmp_path):
         [builds[0].name, builds[1].name, current.name, "notes", "0123456789abcdef0123"])
 
 
+def test_a_new_build_removes_what_a_stopped_build_left_and_not_a_build_under_way(tmp_path):
+    import os
+
+    from kraftspec import compiled
+
+    current = tmp_path / ("f" * 20)
+    current.mkdir()
+    now = 1_000_000_000.0
+    stopped, running = tmp_path / ".building-stopped", tmp_path / ".building-running"
+    old = now - compiled.UNFINISHED_AFTER_S - 60
+    for staging in (stopped, running):
+        (staging / "kraftspec").mkdir(parents=True)
+        (staging / "kraftspec" / "model.so").write_bytes(b"x" * 500)
+        for path in (staging, staging / "kraftspec", staging / "kraftspec" / "model.so"):
+            os.utime(path, (old, old))
+    os.utime(running / "kraftspec" / "model.so", (now - 5, now - 5))  # still being written
+    removed = compiled.prune(tmp_path, current, now=now)
+    assert removed == [(stopped, 500)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([current.name, running.name])
+
+
 def test_compile_help_says_which_builds_it_keeps(capsys):
     from kraftspec.cli import main
 
     with pytest.raises(SystemExit):
         main(["compile", "--help"])
-    assert "the 3 newest are kept and older ones removed" in " ".join(capsys.readouterr().out.split())
+    said = " ".join(capsys.readouterr().out.split())
+    assert "the 3 newest are kept and older ones removed, as is what a compile that was stopped left there" in said
