@@ -733,7 +733,7 @@ def compare_protocol(version: str, scale: float, rounds: int, out, profile: str,
     ``seen``."""
     from kraftspec.bench_stats import load_average as loads_now
     from kraftspec.conformance.generate import walk
-    from kraftspec.conformance.subprocess_adapter import SubprocessAdapter, adapter_from_spec
+    from kraftspec.conformance.subprocess_adapter import SubprocessAdapter, kafka_adapter
 
     quick = scale < 1
     figures: dict = {}
@@ -741,7 +741,7 @@ def compare_protocol(version: str, scale: float, rounds: int, out, profile: str,
     traces = [walk(seed, steps, config=model_config(profile)) for seed in seeds]
     say(out, f"over the protocol: {len(traces)} walks of {steps} events, every event sent, answers not compared "
              f"(Kafka {version} through --adapter kafka; impl behind the example server)")
-    servers = {"Kafka": adapter_from_spec(f"kafka:{version}"),
+    servers = {"Kafka": kafka_adapter(f"kafka:{version}"),
                "impl": SubprocessAdapter([sys.executable, "-m", "kraftspec.conformance.examples.impl_server"])}
     runs: dict[str, list[float]] = {"Kafka": [], "impl": []}
     try:

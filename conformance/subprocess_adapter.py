@@ -66,7 +66,7 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 line that grows beyond it is a fault, so that kraftspec's memory stays bounded."""
 
 
-def adapter_from_spec(spec: str):
+def adapter_from_spec(spec: str) -> ModelAdapter | ImplAdapter | SubprocessAdapter:
     """The adapter an ``--adapter`` value names: ``model``, ``impl``, or ``subprocess:<shell
     command>`` (the command runs under ``/bin/sh -c``, from the current directory; e.g.
     ``subprocess:python -m kraftspec.conformance.examples.impl_server``)."""
@@ -75,19 +75,24 @@ def adapter_from_spec(spec: str):
     if spec == "impl":
         return ImplAdapter()
     if spec == "kafka" or spec.startswith("kafka:"):
-        from kraftspec.conformance import kafka  # builds Apache Kafka's adapter with Maven on first use
-
-        # Kafka answers in milliseconds, but a JVM that starts and builds a controller on a loaded
-        # machine can take several seconds; a controller that spins (it happens) is cut off after 20.
-        adapter = SubprocessAdapter(kafka.command(spec), timeout=20.0, start_timeout=60.0)
-        adapter.spec = spec
-        return adapter
+        return kafka_adapter(spec)
     if spec.startswith(SPEC_PREFIX):
         command = spec[len(SPEC_PREFIX):].strip()
         if not command:
             raise ValueError(f"adapter {spec!r} names no command; expected subprocess:<shell command>")
         return SubprocessAdapter(command)
     raise ValueError(f"unknown adapter {spec!r}; expected model, impl, kafka[:VERSION] or subprocess:<shell command>")
+
+
+def kafka_adapter(spec: str) -> SubprocessAdapter:
+    """Apache Kafka's controller behind the protocol, for ``kafka`` or ``kafka:<version>``."""
+    from kraftspec.conformance import kafka  # builds Apache Kafka's adapter with Maven on first use
+
+    # Kafka answers in milliseconds, but a JVM that starts and builds a controller on a loaded
+    # machine can take several seconds; a controller that spins (it happens) is cut off after 20.
+    adapter = SubprocessAdapter(kafka.command(spec), timeout=20.0, start_timeout=60.0)
+    adapter.spec = spec
+    return adapter
 
 
 _NOT_JSON = object()
