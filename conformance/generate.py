@@ -117,11 +117,8 @@ class FaultySimulation(Simulation):
             options.append((0.8, "faulty_alter_isr"))
         if "operator-mistakes" in faults:
             options.append((0.5, "operator_mistake"))
-        topic = facts.topic
-        if topic is not None:
-            topic_id = topic.topic_id
-            moving = facts.moving and any(p.is_reassigning for p in image.partitions.values() if p.topic_id == topic_id)
-            options.append((0.6 if moving else 0.2, "delete_and_recreate"))
+        if facts.topic is not None:
+            options.append((0.6 if facts.topic_moving else 0.2, "delete_and_recreate"))
             options.append((0.3, "list_reassignments"))
         return options
 
@@ -159,8 +156,9 @@ class FaultySimulation(Simulation):
         removed (a leader may still act on one), and the broker ids unregistered."""
         image, seen = self.state.image, self.seen
         if image.partitions is not seen.partitions:
+            kept = {id(p) for p in image.partitions.values()}  # a partition the controller left as it was is the same object
             for key, old in seen.partitions.items():
-                if image.partitions.get(key) is not old and old.leader in seen.brokers:
+                if id(old) not in kept and old.leader in seen.brokers:
                     views = self.views.setdefault(key, [])
                     views.append((old, seen.brokers[old.leader].epoch))
                     del views[:-VIEWS_KEPT]

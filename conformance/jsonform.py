@@ -193,17 +193,18 @@ def from_json(data: dict[str, Any], name: str, make: Callable[[str, dict[str, An
 # once per (class, version), Python source that reads and builds exactly the fields the schema
 # has, in order. tests/test_jsonform.py checks that both ways agree.
 
-_UUID_TEXT: dict[UUID, str] = {}
+_UUID_TEXT: dict[int, str] = {}  # by the UUID's integer, whose hash is C's (a UUID's own is Python code)
 _TEXT_UUID: dict[str, UUID] = {}
 _CACHE_LIMIT = 1 << 16
 
 
 def cached_uuid_text(value: UUID) -> str:
-    text = _UUID_TEXT.get(value)
+    key = value.int
+    text = _UUID_TEXT.get(key)
     if text is None:
         if len(_UUID_TEXT) >= _CACHE_LIMIT:
             _UUID_TEXT.clear()
-        text = _UUID_TEXT[value] = uuid_text(value)
+        text = _UUID_TEXT[key] = uuid_text(value)
     return text
 
 

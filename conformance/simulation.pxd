@@ -5,7 +5,7 @@
 # declared.
 
 cdef class ImageFacts:
-    cdef public object image, topic, moving, _in_sync, _led
+    cdef public object image, topic, moving, topic_moving, _in_sync, _led
 
 cdef class Simulation:
     cdef public object rng, state, own_request, partition_count, _facts

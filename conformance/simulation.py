@@ -65,12 +65,14 @@ class ImageFacts:
     heartbeat that changes no membership, a tick, a commit) leave it as it was, so the facts of the
     step before stand. Those only some steps ask for are worked out when first asked."""
 
-    __slots__ = ("image", "topic", "moving", "_in_sync", "_led")
+    __slots__ = ("image", "topic", "moving", "topic_moving", "_in_sync", "_led")
 
     def __init__(self, image: MetadataImage) -> None:
         self.image = image
         self.topic: Topic | None = image.topic_named(TOPIC)  # the operator's topic, if it exists
-        self.moving = any(p.is_reassigning for p in image.partitions.values())  # some partition is being moved
+        moving = [p for p in image.partitions.values() if p.is_reassigning]
+        self.moving = bool(moving)  # some partition is being moved
+        self.topic_moving = self.topic is not None and any(p.topic_id == self.topic.topic_id for p in moving)  # one of the topic's
         self._in_sync: set[int] | None = None
         self._led: bool | None = None
 
