@@ -134,14 +134,14 @@ class FaultySimulation(Simulation):
 
     def deliver(self, result) -> None:
         if "lost-response" in self.faults and result.replies:
-            kept = tuple(r for r in result.replies if self.rng.random() >= 0.15)
-            if len(kept) < len(result.replies):
-                for reply in result.replies:
-                    if reply not in kept:
+            arrives = [(reply, self.rng.random() >= 0.15) for reply in result.replies]
+            if not all(arrived for _, arrived in arrives):
+                for reply, arrived in arrives:
+                    if not arrived:
                         sender = self.asked.pop(reply.seq, None)
                         if sender is not None:  # the broker never hears back: it retries
                             self.waiting_registration.discard(sender[0])
-                result = evolve(result, replies=kept)
+                result = evolve(result, replies=tuple(reply for reply, arrived in arrives if arrived))
         for reply in result.replies:
             sender = self.asked.get(reply.seq)
             if sender is not None and hasattr(reply.response, "broker_epoch") and reply.response.broker_epoch >= 0:

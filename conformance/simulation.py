@@ -276,7 +276,8 @@ class Simulation:
         self.processes[b] = process
         self.heartbeat_due[b] = self.state.now_ms + self.state.config.heartbeat_interval_ms
         self.own_request = brokers.heartbeat_request(process, offset_unit=self.state.config.params.heartbeat_offset)
-        return f"broker {b} ({process.state.name}) sends its heartbeat", self.own_request
+        # _name_ is the member's name as Enum keeps it; .name reaches it through a property
+        return f"broker {b} ({process.state._name_}) sends its heartbeat", self.own_request
 
     def commit(self):
         state = self.state

@@ -31,6 +31,7 @@ def test_explain_tells_a_story_with_records_replies_rules_and_state():
         assert part in out, part
     assert "RegisterBrokerRecord(broker_id=" in out and "REG-6" in out
     assert "Rules that fired" in out and "The BrokerHeartbeat exchange" in out
+    assert "broker 1 (STARTING) sends its heartbeat" in out  # the process's state by its name
 
 
 def test_explain_is_deterministic_by_seed():
